@@ -1,0 +1,595 @@
+package meta
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode"
+)
+
+// Name and label validation, with Kubernetes' rules and messages. The Is*
+// functions return one message per problem (nil when valid); the messages
+// become the detail of Invalid field errors.
+
+// Length limits, as Kubernetes defines them.
+const (
+	// DNS1123LabelMaxLength is the longest RFC 1123 label.
+	DNS1123LabelMaxLength = 63
+	// DNS1123SubdomainMaxLength is the longest RFC 1123 subdomain.
+	DNS1123SubdomainMaxLength = 253
+	// QualifiedNameMaxLength is the longest name part of a qualified name.
+	QualifiedNameMaxLength = 63
+	// LabelValueMaxLength is the longest label value.
+	LabelValueMaxLength = 63
+	// TotalAnnotationSizeLimit is the largest total size of an object's
+	// annotations (keys and values), in bytes.
+	TotalAnnotationSizeLimit = 256 << 10
+	// GeneratedNameSuffixLength is the length of the random suffix the
+	// server appends to metadata.generateName.
+	GeneratedNameSuffixLength = 5
+	// FieldManagerMaxLength is the longest field manager name.
+	FieldManagerMaxLength = 128
+)
+
+const (
+	dns1123LabelFmt      = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+	dns1123LabelErrMsg   = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character"
+	dns1123SubdomainFmt  = dns1123LabelFmt + "(\\." + dns1123LabelFmt + ")*"
+	dns1123SubdomainMsg  = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
+	dns1035LabelFmt      = "[a-z]([-a-z0-9]*[a-z0-9])?"
+	dns1035LabelErrMsg   = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character"
+	qnameCharFmt         = "[A-Za-z0-9]"
+	qnameExtCharFmt      = "[-A-Za-z0-9_.]"
+	qualifiedNameFmt     = "(" + qnameCharFmt + qnameExtCharFmt + "*)?" + qnameCharFmt
+	qualifiedNameErrMsg  = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+	labelValueFmt        = "(" + qualifiedNameFmt + ")?"
+	labelValueErrMsg     = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+	isNegativeErrorMsg   = "must be greater than or equal to 0"
+	finalizerOrphan      = "orphan"
+	finalizerForeground  = "foregroundDeletion"
+	managedFieldsApply   = "Apply"
+	managedFieldsUpdate  = "Update"
+	managedFieldsTypeV1  = "FieldsV1"
+	qualifiedNameExample = " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+)
+
+var (
+	dns1123LabelRE     = regexp.MustCompile("^" + dns1123LabelFmt + "$")
+	dns1123SubdomainRE = regexp.MustCompile("^" + dns1123SubdomainFmt + "$")
+	dns1035LabelRE     = regexp.MustCompile("^" + dns1035LabelFmt + "$")
+	qualifiedNameRE    = regexp.MustCompile("^" + qualifiedNameFmt + "$")
+	labelValueRE       = regexp.MustCompile("^" + labelValueFmt + "$")
+)
+
+func maxLenError(n int) string { return fmt.Sprintf("must be no more than %d characters", n) }
+
+// regexError renders a regexp failure the way Kubernetes does:
+// "<msg> (e.g. 'a' or 'b', regex used for validation is '<re>')".
+func regexError(msg, re string, examples ...string) string {
+	if len(examples) == 0 {
+		return msg + " (regex used for validation is '" + re + "')"
+	}
+	var b strings.Builder
+	b.WriteString(msg)
+	b.WriteString(" (e.g. ")
+	for i, e := range examples {
+		if i > 0 {
+			b.WriteString(" or ")
+		}
+		b.WriteString("'" + e + "', ")
+	}
+	b.WriteString("regex used for validation is '" + re + "')")
+	return b.String()
+}
+
+// IsDNS1123Subdomain checks a lowercase RFC 1123 subdomain (at most 253
+// characters of [a-z0-9-.], starting and ending with an alphanumeric
+// character), the default rule for object names.
+func IsDNS1123Subdomain(value string) []string {
+	var errs []string
+	if len(value) > DNS1123SubdomainMaxLength {
+		errs = append(errs, maxLenError(DNS1123SubdomainMaxLength))
+	}
+	if !dns1123SubdomainRE.MatchString(value) {
+		errs = append(errs, regexError(dns1123SubdomainMsg, dns1123SubdomainFmt, "example.com"))
+	}
+	return errs
+}
+
+// IsDNS1123Label checks a lowercase RFC 1123 label (at most 63 characters of
+// [a-z0-9-], starting and ending with an alphanumeric character), the rule
+// for namespace names.
+func IsDNS1123Label(value string) []string {
+	var errs []string
+	if len(value) > DNS1123LabelMaxLength {
+		errs = append(errs, maxLenError(DNS1123LabelMaxLength))
+	}
+	if !dns1123LabelRE.MatchString(value) {
+		if dns1123SubdomainRE.MatchString(value) {
+			errs = append(errs, "must not contain dots")
+		} else {
+			errs = append(errs, regexError(dns1123LabelErrMsg, dns1123LabelFmt, "my-name", "123-abc"))
+		}
+	}
+	return errs
+}
+
+// IsDNS1035Label checks an RFC 1035 label (at most 63 characters of
+// [a-z0-9-], starting with a letter and ending with an alphanumeric
+// character).
+func IsDNS1035Label(value string) []string {
+	var errs []string
+	if len(value) > DNS1123LabelMaxLength {
+		errs = append(errs, maxLenError(DNS1123LabelMaxLength))
+	}
+	if !dns1035LabelRE.MatchString(value) {
+		errs = append(errs, regexError(dns1035LabelErrMsg, dns1035LabelFmt, "my-name", "abc-123"))
+	}
+	return errs
+}
+
+// IsValidPathSegmentName checks that a name can be a URL path segment: not
+// "." or "..", and without "/" or "%".
+func IsValidPathSegmentName(value string) []string {
+	for _, bad := range []string{".", ".."} {
+		if value == bad {
+			return []string{fmt.Sprintf("may not be '%s'", bad)}
+		}
+	}
+	return isValidPathSegmentPrefix(value)
+}
+
+func isValidPathSegmentPrefix(value string) []string {
+	var errs []string
+	for _, bad := range []string{"/", "%"} {
+		if strings.Contains(value, bad) {
+			errs = append(errs, fmt.Sprintf("may not contain '%s'", bad))
+		}
+	}
+	return errs
+}
+
+// IsQualifiedName checks a qualified name, the rule for label and
+// annotation keys and finalizers: an optional DNS subdomain prefix and "/",
+// then a name of at most 63 characters of [A-Za-z0-9-_.] starting and ending
+// with an alphanumeric character.
+func IsQualifiedName(value string) []string {
+	var errs []string
+	parts := strings.Split(value, "/")
+	var name string
+	switch len(parts) {
+	case 1:
+		name = parts[0]
+	case 2:
+		var prefix string
+		prefix, name = parts[0], parts[1]
+		if prefix == "" {
+			errs = append(errs, "prefix part must be non-empty")
+		} else {
+			for _, msg := range IsDNS1123Subdomain(prefix) {
+				errs = append(errs, "prefix part "+msg)
+			}
+		}
+	default:
+		return append(errs, "a qualified name "+regexError(qualifiedNameErrMsg, qualifiedNameFmt, "MyName", "my.name", "123-abc")+qualifiedNameExample)
+	}
+	if name == "" {
+		errs = append(errs, "name part must be non-empty")
+	} else if len(name) > QualifiedNameMaxLength {
+		errs = append(errs, "name part "+maxLenError(QualifiedNameMaxLength))
+	}
+	if !qualifiedNameRE.MatchString(name) {
+		errs = append(errs, "name part "+regexError(qualifiedNameErrMsg, qualifiedNameFmt, "MyName", "my.name", "123-abc"))
+	}
+	return errs
+}
+
+// IsValidLabelValue checks a label value: empty, or at most 63 characters
+// of [A-Za-z0-9-_.] starting and ending with an alphanumeric character.
+func IsValidLabelValue(value string) []string {
+	var errs []string
+	if len(value) > LabelValueMaxLength {
+		errs = append(errs, maxLenError(LabelValueMaxLength))
+	}
+	if !labelValueRE.MatchString(value) {
+		errs = append(errs, regexError(labelValueErrMsg, labelValueFmt, "MyValue", "my_value", "12345"))
+	}
+	return errs
+}
+
+// ValidateGenerateName checks a metadata.generateName prefix with the rule
+// that applies to names. As in Kubernetes, a trailing '-' is allowed (it is
+// checked as if it were an alphanumeric character), and the prefix is
+// checked on its own: the server shortens a long prefix so that prefix plus
+// the GeneratedNameSuffixLength-character suffix fits.
+func ValidateGenerateName(prefix string, nameRule func(string) []string) []string {
+	if len(prefix) > 1 && strings.HasSuffix(prefix, "-") {
+		prefix = prefix[:len(prefix)-1] + "a"
+	}
+	return nameRule(prefix)
+}
+
+// ValidateLabels checks label keys (qualified names) and values. Errors are
+// reported on path (Kubernetes does not index them by key), in key order.
+func ValidateLabels(labels map[string]string, path *Path) ErrorList {
+	var errs ErrorList
+	for _, k := range sortedStringKeys(labels) {
+		for _, msg := range IsQualifiedName(k) {
+			errs = append(errs, Invalid(path, k, msg))
+		}
+		for _, msg := range IsValidLabelValue(labels[k]) {
+			errs = append(errs, Invalid(path, labels[k], msg))
+		}
+	}
+	return errs
+}
+
+// ValidateAnnotations checks annotation keys (qualified names, case
+// insensitively) and the total size of keys and values
+// (TotalAnnotationSizeLimit).
+func ValidateAnnotations(annotations map[string]string, path *Path) ErrorList {
+	var errs ErrorList
+	total := 0
+	for _, k := range sortedStringKeys(annotations) {
+		for _, msg := range IsQualifiedName(strings.ToLower(k)) {
+			errs = append(errs, Invalid(path, k, msg))
+		}
+		total += len(k) + len(annotations[k])
+	}
+	if total > TotalAnnotationSizeLimit {
+		errs = append(errs, TooLong(path, "", TotalAnnotationSizeLimit))
+	}
+	return errs
+}
+
+func sortedStringKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// ValidateObjectMeta checks the metadata of an object in generic form (the
+// value of its "metadata" field) as Kubernetes does:
+//
+//   - every known field has the right JSON type;
+//   - name is required (the server has turned generateName into a name by
+//     now) and must satisfy nameRule, as must the generateName prefix (see
+//     ValidateGenerateName);
+//   - namespace is required and a DNS-1123 label for namespaced types, and
+//     forbidden for cluster-scoped ones;
+//   - generation is not negative;
+//   - labels, annotations and finalizers are valid (finalizers are
+//     qualified names; "orphan" and "foregroundDeletion" exclude each
+//     other);
+//   - ownerReferences have apiVersion (with a version), kind, name and uid,
+//     and at most one has controller: true;
+//   - managedFields entries have operation Apply or Update and fieldsType
+//     FieldsV1.
+//
+// nameRule returns one message per problem (IsDNS1123Subdomain when nil).
+// Errors are reported below path (usually NewPath("metadata")).
+func ValidateObjectMeta(md map[string]any, namespaced bool, nameRule func(string) []string, path *Path) ErrorList {
+	if nameRule == nil {
+		nameRule = IsDNS1123Subdomain
+	}
+	v := metaValidator{md: md, path: path}
+
+	if gn, ok := v.str("generateName"); ok && gn != "" {
+		for _, msg := range ValidateGenerateName(gn, nameRule) {
+			v.add(Invalid(path.Child("generateName"), gn, msg))
+		}
+	}
+	if name, ok := v.str("name"); ok {
+		if name == "" {
+			v.add(Required(path.Child("name"), "name or generateName is required"))
+		} else {
+			for _, msg := range nameRule(name) {
+				v.add(Invalid(path.Child("name"), name, msg))
+			}
+		}
+	}
+	if ns, ok := v.str("namespace"); ok {
+		switch {
+		case namespaced && ns == "":
+			v.add(Required(path.Child("namespace"), ""))
+		case namespaced:
+			for _, msg := range IsDNS1123Label(ns) {
+				v.add(Invalid(path.Child("namespace"), ns, msg))
+			}
+		case ns != "":
+			v.add(Forbidden(path.Child("namespace"), "not allowed on this type"))
+		}
+	}
+	v.str("uid")
+	v.str("resourceVersion")
+	if g, ok := v.integer("generation"); ok && g < 0 {
+		v.add(Invalid(path.Child("generation"), g, isNegativeErrorMsg))
+	}
+	if g, ok := v.integer("deletionGracePeriodSeconds"); ok && g < 0 {
+		v.add(Invalid(path.Child("deletionGracePeriodSeconds"), g, isNegativeErrorMsg))
+	}
+	v.timestamp("creationTimestamp")
+	v.timestamp("deletionTimestamp")
+	if labels, ok := v.stringMap("labels"); ok {
+		v.errs = append(v.errs, ValidateLabels(labels, path.Child("labels"))...)
+	}
+	if ann, ok := v.stringMap("annotations"); ok {
+		v.errs = append(v.errs, ValidateAnnotations(ann, path.Child("annotations"))...)
+	}
+	if fin, ok := v.stringSlice("finalizers"); ok {
+		v.finalizers(fin)
+	}
+	if refs, ok := v.objectSlice("ownerReferences"); ok {
+		v.ownerReferences(refs)
+	}
+	if mf, ok := v.objectSlice("managedFields"); ok {
+		v.managedFields(mf)
+	}
+	return v.errs
+}
+
+type metaValidator struct {
+	md   map[string]any
+	path *Path
+	errs ErrorList
+}
+
+func (v *metaValidator) add(e *FieldError) { v.errs = append(v.errs, e) }
+
+// typeError reports a value of the wrong JSON type, worded like schema
+// validation errors.
+func typeError(p *Path, value any, want string) *FieldError {
+	got := jsonTypeName(value)
+	return TypeInvalid(p, got, fmt.Sprintf("%s in body must be of type %s: %q", p.String(), want, got))
+}
+
+func jsonTypeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case string:
+		return "string"
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	}
+	if _, ok := AsInt64(v); ok {
+		return "integer"
+	}
+	if IsNumber(v) {
+		return "number"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// field returns md[key]; ok is false when absent or null.
+func (v *metaValidator) field(key string) (any, bool) {
+	x, ok := v.md[key]
+	return x, ok && x != nil
+}
+
+// str returns a string field; a missing name or namespace reads as "" with
+// ok true so that presence rules apply.
+func (v *metaValidator) str(key string) (string, bool) {
+	x, ok := v.field(key)
+	if !ok {
+		return "", key == "name" || key == "namespace"
+	}
+	s, isStr := x.(string)
+	if !isStr {
+		v.add(typeError(v.path.Child(key), x, "string"))
+		return "", false
+	}
+	return s, true
+}
+
+func (v *metaValidator) integer(key string) (int64, bool) {
+	x, ok := v.field(key)
+	if !ok {
+		return 0, false
+	}
+	i, isInt := AsInt64(x)
+	if !isInt {
+		v.add(typeError(v.path.Child(key), x, "integer"))
+		return 0, false
+	}
+	return i, true
+}
+
+func (v *metaValidator) timestamp(key string) {
+	x, ok := v.field(key)
+	if !ok {
+		return
+	}
+	s, isStr := x.(string)
+	if !isStr {
+		v.add(typeError(v.path.Child(key), x, "string"))
+		return
+	}
+	var t Time
+	if err := t.UnmarshalJSON([]byte(`"` + s + `"`)); err != nil {
+		v.add(Invalid(v.path.Child(key), s, "must be an RFC 3339 date-time"))
+	}
+}
+
+func (v *metaValidator) stringMap(key string) (map[string]string, bool) {
+	x, ok := v.field(key)
+	if !ok {
+		return nil, false
+	}
+	m, isMap := x.(map[string]any)
+	if !isMap {
+		v.add(typeError(v.path.Child(key), x, "object"))
+		return nil, false
+	}
+	out := make(map[string]string, len(m))
+	valid := true
+	for _, k := range sortedStringKeys(m) {
+		s, isStr := m[k].(string)
+		if !isStr {
+			v.add(typeError(v.path.Child(key).Key(k), m[k], "string"))
+			valid = false
+			continue
+		}
+		out[k] = s
+	}
+	return out, valid
+}
+
+func (v *metaValidator) stringSlice(key string) ([]string, bool) {
+	x, ok := v.field(key)
+	if !ok {
+		return nil, false
+	}
+	s, isSlice := x.([]any)
+	if !isSlice {
+		v.add(typeError(v.path.Child(key), x, "array"))
+		return nil, false
+	}
+	out := make([]string, 0, len(s))
+	valid := true
+	for i, e := range s {
+		str, isStr := e.(string)
+		if !isStr {
+			v.add(typeError(v.path.Child(key).Index(i), e, "string"))
+			valid = false
+			continue
+		}
+		out = append(out, str)
+	}
+	return out, valid
+}
+
+func (v *metaValidator) objectSlice(key string) ([]map[string]any, bool) {
+	x, ok := v.field(key)
+	if !ok {
+		return nil, false
+	}
+	s, isSlice := x.([]any)
+	if !isSlice {
+		v.add(typeError(v.path.Child(key), x, "array"))
+		return nil, false
+	}
+	out := make([]map[string]any, 0, len(s))
+	valid := true
+	for i, e := range s {
+		m, isMap := e.(map[string]any)
+		if !isMap {
+			v.add(typeError(v.path.Child(key).Index(i), e, "object"))
+			valid = false
+			continue
+		}
+		out = append(out, m)
+	}
+	return out, valid
+}
+
+func (v *metaValidator) finalizers(fin []string) {
+	p := v.path.Child("finalizers")
+	orphan, foreground := false, false
+	for _, f := range fin {
+		for _, msg := range IsQualifiedName(f) {
+			v.add(Invalid(p, f, msg))
+		}
+		orphan = orphan || f == finalizerOrphan
+		foreground = foreground || f == finalizerForeground
+	}
+	if orphan && foreground {
+		v.add(Invalid(p, fin, fmt.Sprintf("finalizer %s and %s cannot be both set", finalizerOrphan, finalizerForeground)))
+	}
+}
+
+// entry checks the types of the fields of one entry of a list of objects,
+// returning its string fields.
+func (v *metaValidator) entry(p *Path, m map[string]any, strs []string, bools []string) (map[string]string, bool) {
+	out := make(map[string]string, len(strs))
+	valid := true
+	for _, k := range strs {
+		x, ok := m[k]
+		if !ok || x == nil {
+			continue
+		}
+		s, isStr := x.(string)
+		if !isStr {
+			v.add(typeError(p.Child(k), x, "string"))
+			valid = false
+			continue
+		}
+		out[k] = s
+	}
+	for _, k := range bools {
+		if x, ok := m[k]; ok && x != nil {
+			if _, isBool := x.(bool); !isBool {
+				v.add(typeError(p.Child(k), x, "boolean"))
+				valid = false
+			}
+		}
+	}
+	return out, valid
+}
+
+func (v *metaValidator) ownerReferences(refs []map[string]any) {
+	base := v.path.Child("ownerReferences")
+	firstController := ""
+	for i, ref := range refs {
+		p := base.Index(i)
+		f, ok := v.entry(p, ref, []string{"apiVersion", "kind", "name", "uid"}, []string{"controller", "blockOwnerDeletion"})
+		if !ok {
+			continue
+		}
+		gv, ok := ParseGroupVersion(f["apiVersion"])
+		if !ok || gv.Version == "" {
+			v.add(Invalid(p.Child("apiVersion"), f["apiVersion"], "version must not be empty"))
+		}
+		for _, k := range []string{"kind", "name", "uid"} {
+			if f[k] == "" {
+				v.add(Invalid(p.Child(k), f[k], "must not be empty"))
+			}
+		}
+		if c, _ := ref["controller"].(bool); c {
+			cur := f["kind"] + "/" + f["name"]
+			if firstController != "" {
+				v.add(Invalid(base, fmt.Sprintf("%s and %s", firstController, cur),
+					fmt.Sprintf("Only one reference can have Controller set to true. Found \"true\" in references for %s and %s", firstController, cur)))
+			} else {
+				firstController = cur
+			}
+		}
+	}
+}
+
+func (v *metaValidator) managedFields(entries []map[string]any) {
+	base := v.path.Child("managedFields")
+	for i, e := range entries {
+		p := base.Index(i)
+		f, ok := v.entry(p, e, []string{"manager", "operation", "apiVersion", "fieldsType", "subresource", "time"}, nil)
+		if !ok {
+			continue
+		}
+		switch f["operation"] {
+		case managedFieldsApply, managedFieldsUpdate:
+		default:
+			v.add(Invalid(p.Child("operation"), f["operation"], "must be `Apply` or `Update`"))
+		}
+		if ft := f["fieldsType"]; ft != "" && ft != managedFieldsTypeV1 {
+			v.add(Invalid(p.Child("fieldsType"), ft, "must be `FieldsV1`"))
+		}
+		if m := f["manager"]; len(m) > FieldManagerMaxLength {
+			v.add(TooLong(p.Child("manager"), m, FieldManagerMaxLength))
+		} else if strings.IndexFunc(m, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+			v.add(Invalid(p.Child("manager"), m, "must only contain printable characters"))
+		}
+		if x, ok := e["fieldsV1"]; ok && x != nil {
+			if _, isMap := x.(map[string]any); !isMap {
+				v.add(typeError(p.Child("fieldsV1"), x, "object"))
+			}
+		}
+	}
+}

@@ -1,0 +1,170 @@
+package registry
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+
+	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/apiserver/schema"
+)
+
+// mustSchema parses an OpenAPI v3 schema written as JSON; it is only used on
+// constants of this package.
+func mustSchema(js string) *schema.Schema {
+	var s schema.Schema
+	if err := json.Unmarshal([]byte(js), &s); err != nil {
+		panic(fmt.Sprintf("registry: bad built-in schema: %v", err))
+	}
+	return &s
+}
+
+const typeMetaProps = `"apiVersion":{"type":"string","description":"APIVersion defines the versioned schema of this representation of an object."},
+"kind":{"type":"string","description":"Kind is a string value representing the REST resource this object represents."},
+"metadata":{"type":"object","description":"Standard object's metadata."}`
+
+// Namespaces returns the core v1 namespaces resource. kapi serves it on every
+// API: namespaced types need their namespace to exist.
+func Namespaces() Resource {
+	return Resource{
+		Version:    "v1",
+		Resource:   "namespaces",
+		Kind:       "Namespace",
+		ShortNames: []string{"ns"},
+		Schema: mustSchema(`{"type":"object","description":"Namespace provides a scope for Names.","properties":{` + typeMetaProps + `,
+"spec":{"type":"object","description":"Spec defines the behavior of the Namespace.","properties":{"finalizers":{"type":"array","items":{"type":"string"},"description":"Finalizers is an opaque list of values that must be empty to permanently remove object from storage."}}},
+"status":{"type":"object","description":"Status describes the current status of a Namespace.","properties":{"phase":{"type":"string","description":"Phase is the current lifecycle phase of the namespace."},"conditions":{"type":"array","items":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}}}}`),
+		Subresources: Subresources{Status: true},
+		PrinterColumns: []Column{
+			{Name: "Status", Type: "string", JSONPath: ".status.phase", Description: "The phase of the namespace."},
+			ageColumn,
+		},
+		Options: Options{
+			UnconditionalUpdate: true,
+			NoGeneration:        true,
+			OmitItemTypeMeta:    true,
+			NameValidation:      meta.IsDNS1123Label,
+		},
+		Strategy: Strategy{
+			PrepareForCreate: func(_ context.Context, obj Object) {
+				obj["status"] = map[string]any{"phase": "Active"}
+				spec, _ := obj["spec"].(map[string]any)
+				if spec == nil {
+					spec = map[string]any{}
+					obj["spec"] = spec
+				}
+				if _, ok := spec["finalizers"]; !ok {
+					spec["finalizers"] = []any{"kubernetes"}
+				}
+			},
+		},
+	}
+}
+
+// ConfigMaps returns the core v1 configmaps resource, with Kubernetes'
+// validation: data keys, no key in both data and binaryData, 1 MiB in total,
+// and immutability once immutable is true.
+func ConfigMaps() Resource {
+	return Resource{
+		Version:    "v1",
+		Resource:   "configmaps",
+		Kind:       "ConfigMap",
+		ShortNames: []string{"cm"},
+		Namespaced: true,
+		Schema: mustSchema(`{"type":"object","description":"ConfigMap holds configuration data for pods to consume.","properties":{` + typeMetaProps + `,
+"data":{"type":"object","additionalProperties":{"type":"string"},"description":"Data contains the configuration data."},
+"binaryData":{"type":"object","additionalProperties":{"type":"string","format":"byte"},"description":"BinaryData contains the binary data."},
+"immutable":{"type":"boolean","description":"Immutable, if set to true, ensures that data stored in the ConfigMap cannot be updated."}}}`),
+		PrinterColumns: []Column{
+			{Name: "Data", Type: "integer", Description: "The number of keys in data and binaryData.", Value: func(obj Object) any {
+				d, _ := obj["data"].(map[string]any)
+				b, _ := obj["binaryData"].(map[string]any)
+				return len(d) + len(b)
+			}},
+			ageColumn,
+		},
+		Options: Options{
+			UnconditionalUpdate: true,
+			NoGeneration:        true,
+			OmitItemTypeMeta:    true,
+		},
+		Strategy: Strategy{
+			Validate: func(_ context.Context, obj Object) meta.ErrorList { return validateConfigMap(obj) },
+			ValidateUpdate: func(_ context.Context, obj, old Object) meta.ErrorList {
+				errs := validateConfigMap(obj)
+				if oldImm, _ := old["immutable"].(bool); oldImm {
+					if imm, _ := obj["immutable"].(bool); !imm {
+						errs = append(errs, meta.Forbidden(meta.NewPath("immutable"), "field is immutable when `immutable` is set"))
+					}
+					if !jsonEqual(obj["data"], old["data"]) {
+						errs = append(errs, meta.Forbidden(meta.NewPath("data"), "field is immutable when `immutable` is set"))
+					}
+					if !jsonEqual(obj["binaryData"], old["binaryData"]) {
+						errs = append(errs, meta.Forbidden(meta.NewPath("binaryData"), "field is immutable when `immutable` is set"))
+					}
+				}
+				return errs
+			},
+		},
+	}
+}
+
+var ageColumn = Column{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp",
+	Description: "CreationTimestamp is a timestamp representing the server time when this object was created."}
+
+var configMapKeyRE = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
+
+const maxConfigMapSize = 1 << 20
+
+func validateConfigMap(obj Object) meta.ErrorList {
+	var errs meta.ErrorList
+	total := 0
+	data, _ := obj["data"].(map[string]any)
+	bin, _ := obj["binaryData"].(map[string]any)
+	checkKey := func(p *meta.Path, k string) {
+		switch {
+		case len(k) > 253:
+			errs = append(errs, meta.Invalid(p, k, "must be no more than 253 characters"))
+		case !configMapKeyRE.MatchString(k):
+			errs = append(errs, meta.Invalid(p, k, "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"))
+		case k == "." || k == "..":
+			errs = append(errs, meta.Invalid(p, k, "must not be '.' or '..'"))
+		}
+	}
+	for _, k := range sortedKeys(data) {
+		checkKey(meta.NewPath("data").Key(k), k)
+		if s, ok := data[k].(string); ok {
+			total += len(s)
+		}
+	}
+	for _, k := range sortedKeys(bin) {
+		p := meta.NewPath("binaryData").Key(k)
+		checkKey(p, k)
+		if _, dup := data[k]; dup {
+			errs = append(errs, meta.Invalid(p, k, "duplicate of key present in data"))
+		}
+		if s, ok := bin[k].(string); ok {
+			b, err := base64.StdEncoding.DecodeString(s)
+			if err != nil {
+				errs = append(errs, meta.Invalid(p, "<binary>", "must be base64-encoded"))
+			}
+			total += len(b)
+		}
+	}
+	if total > maxConfigMapSize {
+		errs = append(errs, meta.TooLong(meta.NewPath(""), "", maxConfigMapSize))
+	}
+	return errs
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,172 @@
+package registry
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+)
+
+// Stored values are the object's JSON without metadata.resourceVersion (the
+// storage revision is the resourceVersion, known only after the write), laid
+// out so that reads never decode it:
+//
+//	'k' 1 uvarint(M) JSON
+//
+// where JSON is `{"apiVersion":...,"kind":...,"metadata":{...},...}` — the type
+// fields first, then metadata, then the remaining fields in key order — and M
+// is the offset of `"metadata"` in JSON. A read splices
+// `"resourceVersion":"N",` right after `"metadata":{` (metadata is never empty:
+// every stored object has a name and a uid), and a list item of a built-in type
+// drops everything before M.
+const (
+	storedMagic   = 'k'
+	storedVersion = 1
+	metaKey       = `"metadata":{`
+)
+
+// encodeStored encodes obj for storage. obj must have a non-empty metadata
+// object; its resourceVersion is not stored.
+func encodeStored(obj Object) ([]byte, error) {
+	md, ok := obj["metadata"].(map[string]any)
+	if !ok || len(md) == 0 {
+		return nil, errors.New("registry: object has no metadata")
+	}
+	var buf bytes.Buffer
+	buf.Grow(512)
+	buf.WriteByte('{')
+	first := true
+	writeKV := func(k string, v any) error {
+		if !first {
+			buf.WriteByte(',')
+		}
+		first = false
+		kb, _ := json.Marshal(k)
+		buf.Write(kb)
+		buf.WriteByte(':')
+		vb, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("registry: encoding field %s: %w", k, err)
+		}
+		buf.Write(vb)
+		return nil
+	}
+	for _, k := range []string{"apiVersion", "kind"} {
+		if v, ok := obj[k]; ok {
+			if err := writeKV(k, v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if !first {
+		buf.WriteByte(',')
+	}
+	first = true
+	metaOff := buf.Len()
+	rv, hasRV := md["resourceVersion"]
+	if hasRV {
+		delete(md, "resourceVersion")
+	}
+	err := writeKV("metadata", md)
+	if hasRV {
+		md["resourceVersion"] = rv
+	}
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		switch k {
+		case "apiVersion", "kind", "metadata":
+			continue
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := writeKV(k, obj[k]); err != nil {
+			return nil, err
+		}
+	}
+	buf.WriteByte('}')
+
+	body := buf.Bytes()
+	if !bytes.HasPrefix(body[metaOff:], []byte(metaKey)) || bytes.HasPrefix(body[metaOff+len(metaKey):], []byte("}")) {
+		return nil, errors.New("registry: object metadata is empty")
+	}
+	out := make([]byte, 0, len(body)+2+binary.MaxVarintLen64)
+	out = append(out, storedMagic, storedVersion)
+	out = binary.AppendUvarint(out, uint64(metaOff))
+	return append(out, body...), nil
+}
+
+// storedObject is a decoded stored value header.
+type storedObject struct {
+	json    []byte // the stored JSON (without resourceVersion)
+	metaOff int    // offset of `"metadata"` in json
+}
+
+func parseStored(v []byte) (storedObject, error) {
+	if len(v) < 3 || v[0] != storedMagic || v[1] != storedVersion {
+		return storedObject{}, errors.New("registry: stored value has an unknown format")
+	}
+	off, n := binary.Uvarint(v[2:])
+	if n <= 0 {
+		return storedObject{}, errors.New("registry: stored value header is corrupt")
+	}
+	body := v[2+n:]
+	if off > uint64(len(body)) || !bytes.HasPrefix(body[off:], []byte(metaKey)) {
+		return storedObject{}, errors.New("registry: stored value metadata offset is corrupt")
+	}
+	return storedObject{json: body, metaOff: int(off)}, nil
+}
+
+// appendJSON appends the object's JSON with resourceVersion rv to dst. With
+// typeMeta false, kind and apiVersion are left out. rv 0 leaves the
+// resourceVersion out (a dry-run create has none).
+func (s storedObject) appendJSON(dst []byte, rv int64, typeMeta bool) []byte {
+	if typeMeta {
+		if rv <= 0 {
+			return append(dst, s.json...)
+		}
+		dst = append(dst, s.json[:s.metaOff+len(metaKey)]...)
+	} else {
+		dst = append(dst, '{')
+		if rv <= 0 {
+			return append(dst, s.json[s.metaOff:]...)
+		}
+		dst = append(dst, s.json[s.metaOff:s.metaOff+len(metaKey)]...)
+	}
+	ins := s.metaOff + len(metaKey)
+	dst = append(dst, `"resourceVersion":"`...)
+	dst = strconv.AppendInt(dst, rv, 10)
+	dst = append(dst, `",`...)
+	return append(dst, s.json[ins:]...)
+}
+
+// decodeObject decodes JSON into a generic object keeping numbers exact.
+func decodeObject(data []byte) (Object, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var obj Object
+	if err := dec.Decode(&obj); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("unexpected data after the JSON object")
+	}
+	return obj, nil
+}
+
+// decodeStored decodes a stored value into a generic object with its
+// resourceVersion set.
+func decodeStored(v []byte, rv int64) (Object, error) {
+	so, err := parseStored(v)
+	if err != nil {
+		return nil, err
+	}
+	return decodeObject(so.appendJSON(nil, rv, true))
+}

@@ -1,0 +1,297 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"strings"
+
+	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/storage"
+)
+
+// LabelMatcher selects objects by labels.
+type LabelMatcher interface {
+	Matches(labels map[string]string) bool
+}
+
+// FieldMatcher selects objects by field values.
+type FieldMatcher interface {
+	Matches(get func(field string) (string, bool)) bool
+}
+
+// ListOptions are the options of a list.
+type ListOptions struct {
+	// Labels, when not nil, keeps only matching objects.
+	Labels LabelMatcher
+	// Fields, when not nil, keeps only matching objects.
+	Fields FieldMatcher
+	// Limit caps the number of items (0 = all).
+	Limit int64
+	// Continue is the token of a previous page.
+	Continue string
+	// ResourceVersion and ResourceVersionMatch follow the list semantics of
+	// the API.
+	ResourceVersion      string
+	ResourceVersionMatch string
+}
+
+// ListResult is one page of a list.
+type ListResult struct {
+	// Items are the objects as JSON (without kind and apiVersion when the
+	// type says so).
+	Items [][]byte
+	// ResourceVersion is the revision of the snapshot.
+	ResourceVersion int64
+	// Continue is the token of the next page ("" on the last one).
+	Continue string
+	// RemainingItemCount is set when known (not with selectors, not on the
+	// last page).
+	RemainingItemCount *int64
+}
+
+// List returns the objects in namespace ns ("" = all namespaces).
+func (s *Store) List(ctx context.Context, ns string, opts ListOptions) (*ListResult, error) {
+	return s.listWithTypeMeta(ctx, ns, opts, !s.res.Options.OmitItemTypeMeta)
+}
+
+func (s *Store) listWithTypeMeta(ctx context.Context, ns string, opts ListOptions, typeMeta bool) (*ListResult, error) {
+	prefix := s.listPrefix(ns)
+	rev, start, err := s.listStart(ctx, prefix, opts)
+	if err != nil {
+		return nil, err
+	}
+	filtered := opts.Labels != nil || opts.Fields != nil
+	out := &ListResult{}
+	st := s.reg.cfg.Storage
+	for {
+		req := storage.ListOptions{Prefix: prefix, StartKey: start, Revision: rev}
+		if opts.Limit > 0 {
+			req.Limit = opts.Limit - int64(len(out.Items))
+			if filtered && req.Limit < 64 {
+				req.Limit = 64 // read ahead when filtering
+			}
+		}
+		page, err := st.List(ctx, req)
+		if err != nil {
+			return nil, storageError(err, s.res.GroupResource(), "")
+		}
+		rev = page.Revision
+		for i, kv := range page.Items {
+			so, err := parseStored(kv.Value)
+			if err != nil {
+				return nil, meta.NewInternalError(fmt.Errorf("reading %s: %w", kv.Key, err))
+			}
+			if filtered {
+				ok, err := s.matches(so, kv.Revision, opts)
+				if err != nil {
+					return nil, err
+				}
+				if !ok {
+					continue
+				}
+			}
+			out.Items = append(out.Items, so.appendJSON(nil, kv.Revision, typeMeta))
+			if opts.Limit > 0 && int64(len(out.Items)) >= opts.Limit {
+				more := i < len(page.Items)-1 || page.More
+				if more {
+					next := append(append([]byte{}, kv.Key...), 0)
+					out.Continue = encodeContinue(rev, next[len(s.prefix):])
+					if !filtered {
+						remaining := int64(len(page.Items)-1-i) + max(page.Remaining, 0)
+						if page.Remaining >= 0 {
+							out.RemainingItemCount = &remaining
+						}
+					}
+				}
+				out.ResourceVersion = rev
+				return out, nil
+			}
+		}
+		if !page.More {
+			break
+		}
+		start = page.NextKey
+	}
+	out.ResourceVersion = rev
+	return out, nil
+}
+
+// listStart decides the snapshot revision and the first key of a list.
+func (s *Store) listStart(ctx context.Context, prefix []byte, opts ListOptions) (rev int64, start []byte, err error) {
+	invalid := func(field, value, msg string) error {
+		return meta.NewInvalidOptions("ListOptions", meta.ErrorList{meta.Invalid(meta.NewPath(field), value, msg)})
+	}
+	match := opts.ResourceVersionMatch
+	switch match {
+	case "", "Exact", "NotOlderThan":
+	default:
+		return 0, nil, invalid("resourceVersionMatch", match, "must be one of: Exact, NotOlderThan")
+	}
+	if opts.Continue != "" {
+		if match != "" {
+			return 0, nil, invalid("resourceVersionMatch", match, "resourceVersionMatch is forbidden when continue is provided")
+		}
+		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+			return 0, nil, meta.NewBadRequest("specifying resource version is not allowed when using continue")
+		}
+		rev, rel, err := decodeContinue(opts.Continue)
+		if err != nil {
+			return 0, nil, err
+		}
+		start = append(append([]byte{}, s.prefix...), rel...)
+		if !bytes.HasPrefix(start, prefix) {
+			return 0, nil, meta.NewBadRequest("continue key is not in the listed collection")
+		}
+		return rev, start, nil
+	}
+	if match != "" && opts.ResourceVersion == "" {
+		return 0, nil, invalid("resourceVersionMatch", match, "resourceVersionMatch is forbidden unless resourceVersion is provided")
+	}
+	switch {
+	case opts.ResourceVersion == "" || opts.ResourceVersion == "0":
+		if match == "Exact" {
+			return 0, nil, invalid("resourceVersionMatch", match, "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"")
+		}
+		return 0, nil, nil
+	}
+	want, err := parseRV(opts.ResourceVersion)
+	if err != nil {
+		return 0, nil, err
+	}
+	if match == "Exact" || (match == "" && opts.Limit > 0) {
+		return want, nil, nil // a snapshot at exactly that revision
+	}
+	// not older than: the latest state, once the store has reached want.
+	if err := s.waitForRevision(ctx, want); err != nil {
+		return 0, nil, err
+	}
+	return 0, nil, nil
+}
+
+// matches evaluates the label and field selectors of opts on a stored object.
+func (s *Store) matches(so storedObject, rev int64, opts ListOptions) (bool, error) {
+	var head struct {
+		Metadata struct {
+			Name      string            `json:"name"`
+			Namespace string            `json:"namespace"`
+			Labels    map[string]string `json:"labels"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(so.json, &head); err != nil {
+		return false, meta.NewInternalError(err)
+	}
+	if opts.Labels != nil && !opts.Labels.Matches(head.Metadata.Labels) {
+		return false, nil
+	}
+	if opts.Fields == nil {
+		return true, nil
+	}
+	var full Object
+	get := func(field string) (string, bool) {
+		switch field {
+		case "metadata.name":
+			return head.Metadata.Name, true
+		case "metadata.namespace":
+			return head.Metadata.Namespace, true
+		}
+		if !s.selectable(field) {
+			return "", false
+		}
+		if full == nil {
+			var err error
+			if full, err = decodeObject(so.json); err != nil {
+				return "", false
+			}
+		}
+		v, ok := lookupPath(full, strings.Split(field, "."))
+		if !ok {
+			return "", true
+		}
+		return scalarString(v), true
+	}
+	return opts.Fields.Matches(get), nil
+}
+
+func (s *Store) selectable(field string) bool {
+	for _, f := range s.res.SelectableFields {
+		if f[1:] == field {
+			return true
+		}
+	}
+	return false
+}
+
+// SupportsField reports whether field may be used in a field selector.
+func (s *Store) SupportsField(field string) bool {
+	return field == "metadata.name" || field == "metadata.namespace" || s.selectable(field)
+}
+
+func lookupPath(obj any, path []string) (any, bool) {
+	cur := obj
+	for _, p := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[p]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+func scalarString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case bool:
+		if x {
+			return "true"
+		}
+		return "false"
+	case nil:
+		return ""
+	}
+	if n, ok := numberString(v); ok {
+		return n
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// Continue tokens are base64url(JSON{"v":1,"rv":N,"start":K}) + "." + a CRC-32
+// of the payload: opaque, versioned and checked, so that a mangled token is a
+// 400 and never a read outside the collection (K is relative to the type's
+// key prefix and is verified against the listed prefix).
+type continueToken struct {
+	V     int    `json:"v"`
+	RV    int64  `json:"rv"`
+	Start string `json:"start"`
+}
+
+func encodeContinue(rev int64, relKey []byte) string {
+	payload, _ := json.Marshal(continueToken{V: 1, RV: rev, Start: string(relKey)})
+	sum := crc32.ChecksumIEEE(payload)
+	return base64.RawURLEncoding.EncodeToString(payload) + "." + fmt.Sprintf("%08x", sum)
+}
+
+func decodeContinue(tok string) (int64, []byte, error) {
+	bad := meta.NewBadRequest("continue key is not valid: the token is malformed")
+	dot := strings.LastIndexByte(tok, '.')
+	if dot < 0 {
+		return 0, nil, bad
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(tok[:dot])
+	if err != nil || fmt.Sprintf("%08x", crc32.ChecksumIEEE(payload)) != tok[dot+1:] {
+		return 0, nil, bad
+	}
+	var ct continueToken
+	if err := json.Unmarshal(payload, &ct); err != nil || ct.V != 1 || ct.RV <= 0 {
+		return 0, nil, bad
+	}
+	return ct.RV, []byte(ct.Start), nil
+}

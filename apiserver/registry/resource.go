@@ -1,0 +1,210 @@
+// Package registry holds kapi's resource types and the generic store that
+// implements every verb of a stored resource on top of a storage.Store.
+//
+// A Resource describes one type: its names, scope, schema, subresources,
+// printer columns and optional strategy hooks. A Registry is the live set of
+// resources an API serves; types can be added, replaced and removed while the
+// server runs. A Store is the object lifecycle for one resource: names, uids,
+// timestamps, generation, resourceVersion preconditions, validation, encoding.
+package registry
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/apiserver/schema"
+)
+
+// Object is a generic decoded JSON object.
+type Object = map[string]any
+
+// Resource describes one resource type in one group version.
+type Resource struct {
+	// Group is the API group; "" is the core group, served under /api.
+	Group string
+	// Version is the API version, e.g. "v1".
+	Version string
+	// Resource is the plural, lower-case name used in URLs, e.g. "widgets".
+	Resource string
+	// Singular is the singular name (default: Kind in lower case).
+	Singular string
+	// Kind is the object kind, e.g. "Widget".
+	Kind string
+	// ListKind is the collection kind (default: Kind + "List").
+	ListKind string
+	// ShortNames are kubectl aliases, e.g. "wd".
+	ShortNames []string
+	// Categories group resources for kubectl, e.g. "all".
+	Categories []string
+	// Namespaced says whether objects live in namespaces.
+	Namespaced bool
+	// Schema is the structural OpenAPI v3 schema of the object. Required.
+	Schema *schema.Schema
+	// Subresources declares the status and scale subresources.
+	Subresources Subresources
+	// PrinterColumns are the Table columns after Name (kubectl get).
+	PrinterColumns []Column
+	// SelectableFields are extra JSON paths (e.g. ".spec.color") usable in
+	// field selectors beyond metadata.name and metadata.namespace.
+	SelectableFields []string
+	// Strategy holds optional hooks; nil hooks do nothing.
+	Strategy Strategy
+	// Options tune the generic lifecycle where built-in and custom types of
+	// Kubernetes differ.
+	Options Options
+}
+
+// Options tune how the generic store treats a resource, for the few places
+// where Kubernetes' built-in types and its custom resources behave differently.
+type Options struct {
+	// UnconditionalUpdate allows a PUT without metadata.resourceVersion (the
+	// write then applies to whatever is current). Kubernetes allows it for
+	// built-in types such as configmaps and refuses it (422) for custom
+	// resources. Default false.
+	UnconditionalUpdate bool
+	// NoGeneration leaves metadata.generation unset, as Kubernetes does for
+	// types without a spec (configmaps, namespaces). Default false: generation
+	// starts at 1 and grows with every change outside metadata and status.
+	NoGeneration bool
+	// OmitItemTypeMeta leaves kind and apiVersion out of the items of a list,
+	// as kube-apiserver does for built-in types. Default false (items carry
+	// them, as custom resource lists do).
+	OmitItemTypeMeta bool
+	// NameValidation checks metadata.name and returns one message per problem.
+	// Default: a DNS-1123 subdomain.
+	NameValidation func(name string) []string
+}
+
+// Subresources declares the subresources a type has.
+type Subresources struct {
+	// Status enables the /status subresource: writes to the main resource
+	// ignore .status and writes to /status change only .status.
+	Status bool
+	// Scale, when set, enables the /scale subresource.
+	Scale *Scale
+}
+
+// Scale maps the /scale subresource onto an object's fields.
+type Scale struct {
+	// SpecReplicasPath is the JSON path of the desired replicas, e.g. ".spec.replicas".
+	SpecReplicasPath string
+	// StatusReplicasPath is the JSON path of the observed replicas, e.g. ".status.replicas".
+	StatusReplicasPath string
+	// LabelSelectorPath, optional, is the JSON path of the label selector string.
+	LabelSelectorPath string
+}
+
+// Column is one Table column, as in a CRD's additionalPrinterColumns.
+type Column struct {
+	Name        string
+	Type        string // integer, number, string, boolean, date
+	Format      string
+	Description string
+	Priority    int32
+	// JSONPath selects the value, e.g. ".spec.size".
+	JSONPath string
+	// Value, when set, computes the cell instead of JSONPath (for built-in
+	// columns such as a ConfigMap's number of keys).
+	Value func(obj Object) any
+}
+
+// Strategy holds optional hooks into the generic lifecycle. Each receives the
+// generic object after defaulting and pruning; mutations are kept.
+type Strategy struct {
+	// PrepareForCreate adjusts a new object before validation.
+	PrepareForCreate func(ctx context.Context, obj Object)
+	// PrepareForUpdate adjusts an updated object before validation; old is
+	// the current stored object and must not be changed.
+	PrepareForUpdate func(ctx context.Context, obj, old Object)
+	// Validate checks a new object beyond its schema.
+	Validate func(ctx context.Context, obj Object) meta.ErrorList
+	// ValidateUpdate checks an update beyond its schema.
+	ValidateUpdate func(ctx context.Context, obj, old Object) meta.ErrorList
+}
+
+// GroupVersion returns the group version of the resource.
+func (r *Resource) GroupVersion() meta.GroupVersion {
+	return meta.GroupVersion{Group: r.Group, Version: r.Version}
+}
+
+// GroupResource returns the group and resource name.
+func (r *Resource) GroupResource() meta.GroupResource {
+	return meta.GroupResource{Group: r.Group, Resource: r.Resource}
+}
+
+// GroupVersionKind returns the kind of the objects.
+func (r *Resource) GroupVersionKind() meta.GroupVersionKind {
+	return meta.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
+}
+
+// APIVersion returns the apiVersion string of the objects.
+func (r *Resource) APIVersion() string { return r.GroupVersion().String() }
+
+var (
+	dnsLabelRE   = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
+	groupRE      = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	versionRE    = regexp.MustCompile(`^v[0-9]+((alpha|beta)[0-9]+)?$`)
+	kindRE       = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
+	columnTypeRE = regexp.MustCompile(`^(integer|number|string|boolean|date)$`)
+)
+
+// complete fills defaults and checks the registration.
+func (r *Resource) complete() error {
+	if r.Group != "" && (!groupRE.MatchString(r.Group) || len(r.Group) > 253) {
+		return fmt.Errorf("registry: invalid group %q", r.Group)
+	}
+	if !versionRE.MatchString(r.Version) {
+		return fmt.Errorf("registry: invalid version %q (want v1, v2beta1, ...)", r.Version)
+	}
+	if !dnsLabelRE.MatchString(r.Resource) {
+		return fmt.Errorf("registry: invalid resource name %q (want a lower-case plural)", r.Resource)
+	}
+	if !kindRE.MatchString(r.Kind) {
+		return fmt.Errorf("registry: invalid kind %q", r.Kind)
+	}
+	if r.Singular == "" {
+		r.Singular = strings.ToLower(r.Kind)
+	}
+	if !dnsLabelRE.MatchString(r.Singular) {
+		return fmt.Errorf("registry: invalid singular name %q", r.Singular)
+	}
+	if r.ListKind == "" {
+		r.ListKind = r.Kind + "List"
+	}
+	if !kindRE.MatchString(r.ListKind) {
+		return fmt.Errorf("registry: invalid list kind %q", r.ListKind)
+	}
+	for _, s := range r.ShortNames {
+		if !dnsLabelRE.MatchString(s) {
+			return fmt.Errorf("registry: invalid short name %q", s)
+		}
+	}
+	for _, c := range r.Categories {
+		if !dnsLabelRE.MatchString(c) {
+			return fmt.Errorf("registry: invalid category %q", c)
+		}
+	}
+	if r.Schema == nil {
+		return fmt.Errorf("registry: %s has no schema", r.GroupResource())
+	}
+	if r.Subresources.Scale != nil {
+		sc := r.Subresources.Scale
+		if !strings.HasPrefix(sc.SpecReplicasPath, ".") || !strings.HasPrefix(sc.StatusReplicasPath, ".") {
+			return fmt.Errorf("registry: %s: scale replicas paths must be JSON paths like .spec.replicas", r.GroupResource())
+		}
+	}
+	for _, c := range r.PrinterColumns {
+		if c.Name == "" || !columnTypeRE.MatchString(c.Type) || (c.Value == nil && !strings.HasPrefix(c.JSONPath, ".")) {
+			return fmt.Errorf("registry: %s: invalid printer column %+v", r.GroupResource(), c)
+		}
+	}
+	for _, f := range r.SelectableFields {
+		if !strings.HasPrefix(f, ".") {
+			return fmt.Errorf("registry: %s: selectable field %q must be a JSON path like .spec.color", r.GroupResource(), f)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,630 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/apiserver/schema"
+	"github.com/kapi-dev/kapi/storage"
+)
+
+// Store implements the verbs of one resource type on storage. A Store is
+// immutable; re-registering a type makes a new one.
+type Store struct {
+	reg    *Registry
+	res    *Resource
+	prefix []byte // storage prefix of every object of the type, ends in '/'
+}
+
+func newStore(reg *Registry, res *Resource) *Store {
+	group := res.Group
+	if group == "" {
+		group = "core"
+	}
+	return &Store{
+		reg:    reg,
+		res:    res,
+		prefix: []byte(reg.cfg.KeyPrefix + group + "/" + res.Resource + "/"),
+	}
+}
+
+// Resource returns the registration the store serves.
+func (s *Store) Resource() *Resource { return s.res }
+
+// key returns the storage key of one object.
+func (s *Store) key(ns, name string) []byte {
+	k := make([]byte, 0, len(s.prefix)+len(ns)+len(name)+1)
+	k = append(k, s.prefix...)
+	if s.res.Namespaced {
+		k = append(k, ns...)
+		k = append(k, '/')
+	}
+	return append(k, name...)
+}
+
+// listPrefix returns the storage prefix of a list in ns ("" = all).
+func (s *Store) listPrefix(ns string) []byte {
+	if !s.res.Namespaced || ns == "" {
+		return s.prefix
+	}
+	k := make([]byte, 0, len(s.prefix)+len(ns)+1)
+	k = append(k, s.prefix...)
+	k = append(k, ns...)
+	return append(k, '/')
+}
+
+// WriteOptions are the options every write verb takes.
+type WriteOptions struct {
+	// DryRun runs every stage except the storage write.
+	DryRun bool
+	// FieldValidation is "Ignore", "Warn" (default) or "Strict".
+	FieldValidation string
+	// UnknownFields are problems the decoder already found (duplicate
+	// fields), reported like unknown fields.
+	UnknownFields []string
+	// Subresource is "status" for writes to /status: only .status changes.
+	Subresource string
+}
+
+// Result is the outcome of a write: the object as stored, encoded as JSON.
+type Result struct {
+	// JSON is the object with kind, apiVersion and resourceVersion.
+	JSON []byte
+	// Object is the decoded object (nil when the store did not decode it).
+	Object Object
+	// Warnings are sent to the client as Warning headers.
+	Warnings []string
+	// Created reports whether a PUT created the object.
+	Created bool
+}
+
+// Get returns the object ns/name as JSON. resourceVersion follows the get
+// semantics of the API: "" most recent, "0" any, other values not older than.
+func (s *Store) Get(ctx context.Context, ns, name, resourceVersion string) ([]byte, error) {
+	if err := s.waitForRV(ctx, resourceVersion); err != nil {
+		return nil, err
+	}
+	kv, err := s.reg.cfg.Storage.Get(ctx, s.key(ns, name), 0)
+	if err != nil {
+		return nil, storageError(err, s.res.GroupResource(), name)
+	}
+	so, err := parseStored(kv.Value)
+	if err != nil {
+		return nil, meta.NewInternalError(fmt.Errorf("reading %s %q: %w", s.res.GroupResource(), name, err))
+	}
+	return so.appendJSON(nil, kv.Revision, true), nil
+}
+
+// GetObject returns the decoded object ns/name at the latest revision.
+func (s *Store) GetObject(ctx context.Context, ns, name string) (Object, error) {
+	kv, err := s.reg.cfg.Storage.Get(ctx, s.key(ns, name), 0)
+	if err != nil {
+		return nil, storageError(err, s.res.GroupResource(), name)
+	}
+	obj, err := decodeStored(kv.Value, kv.Revision)
+	if err != nil {
+		return nil, meta.NewInternalError(fmt.Errorf("reading %s %q: %w", s.res.GroupResource(), name, err))
+	}
+	return obj, nil
+}
+
+// waitForRV makes a "not older than" read wait, briefly, until the store has
+// reached resourceVersion; it answers 504 when it does not.
+func (s *Store) waitForRV(ctx context.Context, resourceVersion string) error {
+	if resourceVersion == "" || resourceVersion == "0" {
+		return nil
+	}
+	rv, err := parseRV(resourceVersion)
+	if err != nil {
+		return err
+	}
+	return s.waitForRevision(ctx, rv)
+}
+
+func (s *Store) waitForRevision(ctx context.Context, rv int64) error {
+	st := s.reg.cfg.Storage
+	cur, err := st.CurrentRevision(ctx)
+	if err != nil {
+		return storageError(err, s.res.GroupResource(), "")
+	}
+	if cur >= rv {
+		return nil
+	}
+	deadline := s.reg.cfg.Now().Add(s.reg.cfg.FutureRevisionWait)
+	for cur < rv {
+		if !s.reg.cfg.Now().Before(deadline) {
+			return meta.NewTimeout(fmt.Sprintf("Too large resource version: %d, current: %d", rv, cur), 1)
+		}
+		if err := sleepCtx(ctx, 50); err != nil {
+			return err
+		}
+		if cur, err = st.CurrentRevision(ctx); err != nil {
+			return storageError(err, s.res.GroupResource(), "")
+		}
+	}
+	return nil
+}
+
+// Create stores a new object in namespace ns. obj is the decoded request body;
+// the store takes ownership of it.
+func (s *Store) Create(ctx context.Context, ns string, obj Object, opts WriteOptions) (*Result, error) {
+	res := s.res
+	gr := res.GroupResource()
+	if err := s.checkTypeMeta(obj); err != nil {
+		return nil, err
+	}
+	md, err := metadataOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	warnings, err := s.pruneAndDefault(obj, opts, true)
+	if err != nil {
+		return nil, err
+	}
+	md = obj["metadata"].(map[string]any)
+	if err := s.checkNamespace(md, ns); err != nil {
+		return nil, err
+	}
+	name, _ := md["name"].(string)
+	if name == "" {
+		if gn, _ := md["generateName"].(string); gn != "" {
+			name = generateName(gn)
+			md["name"] = name
+		}
+	}
+	if rv, _ := md["resourceVersion"].(string); rv != "" {
+		return nil, meta.NewBadRequest("resourceVersion should not be set on objects to be created")
+	}
+	if res.Namespaced {
+		if err := s.reg.namespaceExists(ctx, ns); err != nil {
+			return nil, err
+		}
+	}
+	now := s.reg.cfg.Now()
+	md["uid"] = s.reg.cfg.NewUID()
+	md["creationTimestamp"] = meta.NewTime(now).UTC().Format(meta.TimeFormat)
+	delete(md, "deletionTimestamp")
+	delete(md, "deletionGracePeriodSeconds")
+	if res.Options.NoGeneration {
+		delete(md, "generation")
+	} else {
+		md["generation"] = int64(1)
+	}
+	if res.Subresources.Status {
+		delete(obj, "status")
+	}
+	if h := res.Strategy.PrepareForCreate; h != nil {
+		h(ctx, obj)
+	}
+	if errs := s.validate(ctx, obj, nil); len(errs) > 0 {
+		return nil, meta.NewInvalid(res.GroupVersionKind(), name, errs)
+	}
+	enc, err := encodeStored(obj)
+	if err != nil {
+		return nil, meta.NewInternalError(err)
+	}
+	if err := s.checkSize(enc); err != nil {
+		return nil, err
+	}
+	so, _ := parseStored(enc)
+	if opts.DryRun {
+		_, err := s.reg.cfg.Storage.Get(ctx, s.key(ns, name), 0)
+		if err == nil {
+			return nil, meta.NewAlreadyExists(gr, name)
+		}
+		if !errors.Is(err, storage.ErrNotFound) {
+			return nil, storageError(err, gr, name)
+		}
+		return &Result{JSON: so.appendJSON(nil, 0, true), Object: obj, Warnings: warnings}, nil
+	}
+	rev, err := s.reg.cfg.Storage.Create(ctx, s.key(ns, name), enc)
+	if err != nil {
+		return nil, storageError(err, gr, name)
+	}
+	md["resourceVersion"] = strconv.FormatInt(rev, 10)
+	return &Result{JSON: so.appendJSON(nil, rev, true), Object: obj, Warnings: warnings}, nil
+}
+
+// Update replaces the object ns/name with obj (a PUT). The object must exist.
+func (s *Store) Update(ctx context.Context, ns, name string, obj Object, opts WriteOptions) (*Result, error) {
+	res := s.res
+	gr := res.GroupResource()
+	if err := s.checkTypeMeta(obj); err != nil {
+		return nil, err
+	}
+	if _, err := metadataOf(obj); err != nil {
+		return nil, err
+	}
+	warnings, err := s.pruneAndDefault(obj, opts, false)
+	if err != nil {
+		return nil, err
+	}
+	md := obj["metadata"].(map[string]any)
+	if err := s.checkNamespace(md, ns); err != nil {
+		return nil, err
+	}
+	if bodyName, _ := md["name"].(string); bodyName != name {
+		if bodyName == "" {
+			md["name"] = name
+		} else {
+			return nil, meta.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", bodyName, name))
+		}
+	}
+	var expected int64
+	switch rvs, _ := md["resourceVersion"].(string); {
+	case rvs != "":
+		if expected, err = parseObjectRV(rvs); err != nil {
+			return nil, err
+		}
+	case !res.Options.UnconditionalUpdate:
+		return nil, meta.NewInvalid(res.GroupVersionKind(), name, meta.ErrorList{
+			meta.Invalid(meta.NewPath("metadata", "resourceVersion"), 0, "must be specified for an update"),
+		})
+	}
+	st := s.reg.cfg.Storage
+	key := s.key(ns, name)
+	for {
+		cur, err := st.Get(ctx, key, 0)
+		if err != nil {
+			return nil, storageError(err, gr, name)
+		}
+		if expected != 0 && cur.Revision != expected {
+			return nil, meta.NewConflict(gr, name, meta.ConflictModified)
+		}
+		old, err := decodeStored(cur.Value, cur.Revision)
+		if err != nil {
+			return nil, meta.NewInternalError(err)
+		}
+		var next Object
+		if opts.Subresource == "status" {
+			// A status write changes .status only; everything else stays.
+			next = shallowCopyWithMeta(old)
+			if st, ok := obj["status"]; ok {
+				next["status"] = st
+			} else {
+				delete(next, "status")
+			}
+		} else {
+			next = shallowCopyWithMeta(obj)
+			s.prepareUpdate(next, old)
+			if h := res.Strategy.PrepareForUpdate; h != nil {
+				h(ctx, next, old)
+			}
+		}
+		if errs := s.validate(ctx, next, old); len(errs) > 0 {
+			return nil, meta.NewInvalid(res.GroupVersionKind(), name, errs)
+		}
+		enc, err := encodeStored(next)
+		if err != nil {
+			return nil, meta.NewInternalError(err)
+		}
+		if err := s.checkSize(enc); err != nil {
+			return nil, err
+		}
+		so, _ := parseStored(enc)
+		if bytes.Equal(enc, cur.Value) {
+			// Nothing changed: kube-apiserver answers with the current object
+			// and writes nothing.
+			setRV(next, cur.Revision)
+			return &Result{JSON: so.appendJSON(nil, cur.Revision, true), Object: next, Warnings: warnings}, nil
+		}
+		if opts.DryRun {
+			setRV(next, cur.Revision)
+			return &Result{JSON: so.appendJSON(nil, cur.Revision, true), Object: next, Warnings: warnings}, nil
+		}
+		rev, err := st.Update(ctx, key, enc, cur.Revision)
+		if errors.Is(err, storage.ErrConflict) && expected == 0 {
+			continue // unconditional update: retry on the newer object
+		}
+		if err != nil {
+			return nil, storageError(err, gr, name)
+		}
+		setRV(next, rev)
+		return &Result{JSON: so.appendJSON(nil, rev, true), Object: next, Warnings: warnings}, nil
+	}
+}
+
+// prepareUpdate carries over from old what a client may not change through
+// the main resource.
+func (s *Store) prepareUpdate(obj, old Object) {
+	md := obj["metadata"].(map[string]any)
+	omd, _ := old["metadata"].(map[string]any)
+	for _, k := range []string{"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"} {
+		if v, ok := omd[k]; ok {
+			md[k] = v
+		} else {
+			delete(md, k)
+		}
+	}
+	if s.res.Subresources.Status {
+		if st, ok := old["status"]; ok {
+			obj["status"] = st
+		} else {
+			delete(obj, "status")
+		}
+	}
+	if !s.res.Options.NoGeneration && !equalIgnoring(obj, old, "metadata", "status") {
+		md["generation"] = meta.GetGeneration(old) + 1
+	}
+}
+
+// Delete removes the object ns/name and returns it as it was last stored.
+func (s *Store) Delete(ctx context.Context, ns, name string, opts DeleteOptions) (*Result, error) {
+	gr := s.res.GroupResource()
+	st := s.reg.cfg.Storage
+	key := s.key(ns, name)
+	for {
+		cur, err := st.Get(ctx, key, 0)
+		if err != nil {
+			return nil, storageError(err, gr, name)
+		}
+		so, err := parseStored(cur.Value)
+		if err != nil {
+			return nil, meta.NewInternalError(err)
+		}
+		obj, err := decodeObject(so.appendJSON(nil, cur.Revision, true))
+		if err != nil {
+			return nil, meta.NewInternalError(err)
+		}
+		if err := opts.check(gr, name, obj); err != nil {
+			return nil, err
+		}
+		if opts.DryRun {
+			return &Result{JSON: so.appendJSON(nil, cur.Revision, true), Object: obj}, nil
+		}
+		_, _, err = st.Delete(ctx, key, cur.Revision)
+		if errors.Is(err, storage.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, storageError(err, gr, name)
+		}
+		return &Result{JSON: so.appendJSON(nil, cur.Revision, true), Object: obj}, nil
+	}
+}
+
+// DeleteOptions are the options of a delete.
+type DeleteOptions struct {
+	DryRun bool
+	// PreconditionUID, when set, must equal the object's uid (409 otherwise).
+	PreconditionUID string
+	// PreconditionResourceVersion, when set, must equal the object's
+	// resourceVersion (409 otherwise).
+	PreconditionResourceVersion string
+}
+
+func (o DeleteOptions) check(gr meta.GroupResource, name string, obj Object) error {
+	if o.PreconditionUID != "" {
+		if uid := meta.GetUID(obj); uid != o.PreconditionUID {
+			return meta.NewConflict(gr, name, fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", o.PreconditionUID, uid))
+		}
+	}
+	if o.PreconditionResourceVersion != "" {
+		if rv := meta.GetResourceVersion(obj); rv != o.PreconditionResourceVersion {
+			return meta.NewConflict(gr, name, fmt.Sprintf("Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s", o.PreconditionResourceVersion, rv))
+		}
+	}
+	return nil
+}
+
+// checkTypeMeta verifies kind and apiVersion of a request body and fills them
+// when absent.
+func (s *Store) checkTypeMeta(obj Object) error {
+	res := s.res
+	kind, kok := obj["kind"].(string)
+	av, aok := obj["apiVersion"].(string)
+	if (obj["kind"] != nil && !kok) || (obj["apiVersion"] != nil && !aok) {
+		return meta.NewBadRequest("kind and apiVersion must be strings")
+	}
+	if kind == "" {
+		obj["kind"] = res.Kind
+	} else if kind != res.Kind {
+		return meta.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", av, res.APIVersion()) + kindMismatch(kind, res.Kind))
+	}
+	if av == "" {
+		obj["apiVersion"] = res.APIVersion()
+	} else if av != res.APIVersion() {
+		return meta.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", av, res.APIVersion()))
+	}
+	return nil
+}
+
+func kindMismatch(got, want string) string {
+	return fmt.Sprintf(" or the kind in the data (%s) does not match the expected kind (%s)", got, want)
+}
+
+// metadataOf returns obj.metadata, creating it when absent.
+func metadataOf(obj Object) (map[string]any, error) {
+	switch md := obj["metadata"].(type) {
+	case map[string]any:
+		return md, nil
+	case nil:
+		m := map[string]any{}
+		obj["metadata"] = m
+		return m, nil
+	default:
+		return nil, meta.NewBadRequest("metadata must be an object")
+	}
+}
+
+// checkNamespace makes the body's namespace agree with the URL's.
+func (s *Store) checkNamespace(md map[string]any, ns string) error {
+	bodyNS, _ := md["namespace"].(string)
+	if !s.res.Namespaced {
+		if bodyNS != "" {
+			delete(md, "namespace") // kube-apiserver clears it on cluster-scoped objects
+		}
+		return nil
+	}
+	if bodyNS != "" && bodyNS != ns {
+		return meta.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	md["namespace"] = ns
+	return nil
+}
+
+// pruneAndDefault drops unknown fields (reporting them per fieldValidation)
+// and applies schema defaults.
+func (s *Store) pruneAndDefault(obj Object, opts WriteOptions, create bool) ([]string, error) {
+	unknown := schema.Prune(obj, s.res.Schema)
+	problems := make([]string, 0, len(unknown)+len(opts.UnknownFields))
+	for _, f := range opts.UnknownFields {
+		problems = append(problems, f)
+	}
+	for _, f := range unknown {
+		problems = append(problems, fmt.Sprintf("unknown field %q", f))
+	}
+	var warnings []string
+	switch opts.FieldValidation {
+	case "Strict":
+		if len(problems) > 0 {
+			return nil, meta.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: strict decoding error: %s",
+				s.res.Kind, s.res.Version, s.res.Kind, strings.Join(problems, ", ")))
+		}
+	case "Ignore":
+	default:
+		warnings = problems
+	}
+	if _, err := metadataOf(obj); err != nil {
+		return nil, err
+	}
+	schema.Default(obj, s.res.Schema)
+	return warnings, nil
+}
+
+// validate runs metadata, schema and strategy validation.
+func (s *Store) validate(ctx context.Context, obj, old Object) meta.ErrorList {
+	res := s.res
+	md := obj["metadata"].(map[string]any)
+	nameRule := res.Options.NameValidation
+	if nameRule == nil {
+		nameRule = meta.IsDNS1123Subdomain
+	}
+	errs := meta.ValidateObjectMeta(md, res.Namespaced, nameRule, meta.NewPath("metadata"))
+	errs = append(errs, schemaValidate(obj, res.Schema)...)
+	if old == nil {
+		if h := res.Strategy.Validate; h != nil {
+			errs = append(errs, h(ctx, obj)...)
+		}
+	} else if h := res.Strategy.ValidateUpdate; h != nil {
+		errs = append(errs, h(ctx, obj, old)...)
+	} else if h := res.Strategy.Validate; h != nil {
+		errs = append(errs, h(ctx, obj)...)
+	}
+	return errs
+}
+
+// schemaValidate validates everything but metadata, which the server
+// validates itself.
+func schemaValidate(obj Object, sch *schema.Schema) meta.ErrorList {
+	md := obj["metadata"]
+	delete(obj, "metadata")
+	errs := schema.Validate(obj, sch)
+	obj["metadata"] = md
+	return errs
+}
+
+func (s *Store) checkSize(enc []byte) error {
+	if max := s.reg.cfg.MaxObjectSize; max > 0 && len(enc) > max {
+		return meta.NewRequestEntityTooLarge(fmt.Sprintf("object is larger than the limit of %d bytes", max))
+	}
+	return nil
+}
+
+// shallowCopyWithMeta copies obj and its metadata map so that a retried
+// update starts from the request body again.
+func shallowCopyWithMeta(obj Object) Object {
+	out := make(Object, len(obj))
+	for k, v := range obj {
+		out[k] = v
+	}
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		m := make(map[string]any, len(md))
+		for k, v := range md {
+			m[k] = v
+		}
+		out["metadata"] = m
+	}
+	return out
+}
+
+func setRV(obj Object, rev int64) {
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		md["resourceVersion"] = strconv.FormatInt(rev, 10)
+	}
+}
+
+// equalIgnoring compares two objects without the given top-level fields.
+func equalIgnoring(a, b Object, skip ...string) bool {
+	count := func(o Object) int {
+		n := 0
+		for k := range o {
+			if !contains(skip, k) {
+				n++
+			}
+		}
+		return n
+	}
+	if count(a) != count(b) {
+		return false
+	}
+	for k, av := range a {
+		if contains(skip, k) {
+			continue
+		}
+		bv, ok := b[k]
+		if !ok || !jsonEqual(av, bv) {
+			return false
+		}
+	}
+	return true
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// jsonEqual compares generic JSON values, treating numbers by value.
+func jsonEqual(a, b any) bool {
+	if an, ok := numberString(a); ok {
+		bn, ok := numberString(b)
+		return ok && an == bn
+	}
+	switch av := a.(type) {
+	case map[string]any:
+		bv, ok := b.(map[string]any)
+		if !ok || len(av) != len(bv) {
+			return false
+		}
+		for k, x := range av {
+			y, ok := bv[k]
+			if !ok || !jsonEqual(x, y) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		bv, ok := b.([]any)
+		if !ok || len(av) != len(bv) {
+			return false
+		}
+		for i := range av {
+			if !jsonEqual(av[i], bv[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return reflect.DeepEqual(a, b)
+}

@@ -1,0 +1,99 @@
+package apiserver
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// requestInfo is what a resource URL and method name.
+type requestInfo struct {
+	Group       string
+	Version     string
+	Namespace   string
+	Resource    string
+	Name        string
+	Subresource string
+	// Verb is the Kubernetes verb: get, list, watch, create, update, patch,
+	// delete, deletecollection.
+	Verb string
+}
+
+// parseResourcePath splits the part of a URL after /api/VERSION/ or
+// /apis/GROUP/VERSION/ into namespace, resource, name and subresource, with
+// kube-apiserver's rule for the namespaces resource itself. It reports false
+// for paths that name nothing.
+func parseResourcePath(rest string) (ns, resource, name, sub string, ok bool) {
+	rest = strings.TrimSuffix(rest, "/")
+	if rest == "" {
+		return "", "", "", "", false
+	}
+	parts := strings.Split(rest, "/")
+	for _, p := range parts {
+		if p == "" {
+			return "", "", "", "", false
+		}
+	}
+	if parts[0] == "namespaces" && len(parts) > 1 {
+		ns = parts[1]
+		if len(parts) > 2 && parts[2] != "status" && parts[2] != "finalize" {
+			parts = parts[2:]
+		} else {
+			// /namespaces/NAME[/status]: the namespace object itself.
+			ns = ""
+		}
+	}
+	switch len(parts) {
+	case 3:
+		sub = parts[2]
+		fallthrough
+	case 2:
+		name = parts[1]
+		fallthrough
+	case 1:
+		resource = parts[0]
+	default:
+		return "", "", "", "", false
+	}
+	return ns, resource, name, sub, true
+}
+
+// resolveRequest builds the request info of a resource request.
+func resolveRequest(r *http.Request) (requestInfo, bool) {
+	info := requestInfo{Group: chi.URLParam(r, "group"), Version: chi.URLParam(r, "version")}
+	var ok bool
+	info.Namespace, info.Resource, info.Name, info.Subresource, ok = parseResourcePath(chi.URLParam(r, "*"))
+	if !ok {
+		return info, false
+	}
+	q := r.URL.Query()
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		switch {
+		case isTrue(q.Get("watch")):
+			info.Verb = "watch"
+		case info.Name == "":
+			info.Verb = "list"
+		default:
+			info.Verb = "get"
+		}
+	case http.MethodPost:
+		info.Verb = "create"
+	case http.MethodPut:
+		info.Verb = "update"
+	case http.MethodPatch:
+		info.Verb = "patch"
+	case http.MethodDelete:
+		if info.Name == "" {
+			info.Verb = "deletecollection"
+		} else {
+			info.Verb = "delete"
+		}
+	default:
+		info.Verb = strings.ToLower(r.Method)
+	}
+	return info, true
+}
+
+func isTrue(s string) bool { return s == "1" || s == "true" || s == "True" }

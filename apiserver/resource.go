@@ -1,0 +1,438 @@
+package apiserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/codec"
+)
+
+// serveResource serves every URL below a group version: collections, objects
+// and subresources.
+func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
+	info, ok := resolveRequest(r)
+	if !ok {
+		s.writeError(w, r, meta.NewNotFoundPath())
+		return
+	}
+	st, ok := s.reg.Store(meta.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource})
+	if !ok {
+		s.writeError(w, r, meta.NewNotFoundPath())
+		return
+	}
+	res := st.Resource()
+	// A namespaced type needs a namespace for named objects; a cluster-scoped
+	// one has none.
+	if (res.Namespaced && info.Name != "" && info.Namespace == "") || (!res.Namespaced && info.Namespace != "") {
+		s.writeError(w, r, meta.NewNotFoundPath())
+		return
+	}
+	if info.Subresource != "" {
+		s.serveSubresource(w, r, st, info)
+		return
+	}
+	switch info.Verb {
+	case "get":
+		s.handleGet(w, r, st, info)
+	case "list":
+		s.handleList(w, r, st, info)
+	case "watch":
+		s.handleWatch(w, r, st, info)
+	case "create":
+		if info.Name != "" {
+			s.writeError(w, r, meta.NewMethodNotAllowed(r.Method, ""))
+			return
+		}
+		s.handleCreate(w, r, st, info)
+	case "update":
+		if info.Name == "" {
+			s.writeError(w, r, meta.NewMethodNotAllowed(r.Method, ""))
+			return
+		}
+		s.handleUpdate(w, r, st, info)
+	case "patch":
+		if info.Name == "" {
+			s.writeError(w, r, meta.NewMethodNotAllowed(r.Method, ""))
+			return
+		}
+		s.handlePatch(w, r, st, info)
+	case "delete":
+		s.handleDelete(w, r, st, info)
+	case "deletecollection":
+		if res.Resource == "namespaces" {
+			s.writeError(w, r, meta.NewMethodNotAllowed(r.Method, ""))
+			return
+		}
+		s.handleDeleteCollection(w, r, st, info)
+	default:
+		s.writeError(w, r, meta.NewMethodNotAllowed(r.Method, ""))
+	}
+}
+
+// serveSubresource serves /status and /scale.
+func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo) {
+	res := st.Resource()
+	switch {
+	case info.Subresource == "status" && res.Subresources.Status:
+		switch r.Method {
+		case http.MethodGet:
+			s.handleGet(w, r, st, info)
+		case http.MethodPut:
+			s.handleUpdate(w, r, st, info)
+		case http.MethodPatch:
+			s.handlePatch(w, r, st, info)
+		default:
+			s.writeError(w, r, meta.NewMethodNotAllowed(r.Method, ""))
+		}
+	default:
+		s.writeError(w, r, meta.NewNotFoundPath())
+	}
+}
+
+func (s *Server) handleGet(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo) {
+	q := r.URL.Query()
+	repr, tableVersion, err := negotiateObject(r, true)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	body, err := st.Get(r.Context(), info.Namespace, info.Name, q.Get("resourceVersion"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if repr == reprTable {
+		s.writeTable(w, r, st, tableVersion, [][]byte{body}, meta.ListMeta{}, true)
+		return
+	}
+	s.writeRaw(w, r, http.StatusOK, body)
+}
+
+func (s *Server) handleList(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo) {
+	repr, tableVersion, err := negotiateObject(r, true)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	opts, err := s.listOptions(r.URL.Query(), st)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	list, err := st.List(r.Context(), info.Namespace, opts)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	lm := meta.ListMeta{ResourceVersion: strconv.FormatInt(list.ResourceVersion, 10), Continue: list.Continue, RemainingItemCount: list.RemainingItemCount}
+	if repr == reprTable {
+		s.writeTable(w, r, st, tableVersion, list.Items, lm, false)
+		return
+	}
+	res := st.Resource()
+	var buf bytes.Buffer
+	n := 64
+	for _, it := range list.Items {
+		n += len(it) + 1
+	}
+	buf.Grow(n)
+	buf.WriteString(`{"kind":`)
+	writeJSONString(&buf, res.ListKind)
+	buf.WriteString(`,"apiVersion":`)
+	writeJSONString(&buf, res.APIVersion())
+	buf.WriteString(`,"metadata":`)
+	lmb, _ := json.Marshal(lm)
+	buf.Write(lmb)
+	buf.WriteString(`,"items":[`)
+	for i, it := range list.Items {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(it)
+	}
+	buf.WriteString("]}")
+	s.writeRaw(w, r, http.StatusOK, buf.Bytes())
+}
+
+func writeJSONString(buf *bytes.Buffer, s string) {
+	b, _ := json.Marshal(s)
+	buf.Write(b)
+}
+
+// listOptions reads the list query parameters.
+func (s *Server) listOptions(q url.Values, st *registry.Store) (registry.ListOptions, error) {
+	opts := registry.ListOptions{
+		Continue:             q.Get("continue"),
+		ResourceVersion:      q.Get("resourceVersion"),
+		ResourceVersionMatch: q.Get("resourceVersionMatch"),
+	}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.ParseInt(l, 10, 64)
+		if err != nil {
+			return opts, meta.NewBadRequest(fmt.Sprintf("invalid limit %q: must be an integer", l))
+		}
+		if n > 0 {
+			opts.Limit = n
+		}
+	}
+	if ls := q.Get("labelSelector"); ls != "" {
+		sel, err := meta.ParseLabelSelector(ls)
+		if err != nil {
+			return opts, meta.NewBadRequest(fmt.Sprintf("unable to parse requirement: %v", err))
+		}
+		opts.Labels = sel
+	}
+	if fs := q.Get("fieldSelector"); fs != "" {
+		sel, err := meta.ParseFieldSelector(fs)
+		if err != nil {
+			return opts, meta.NewBadRequest(fmt.Sprintf("invalid field selector: %v", err))
+		}
+		for _, req := range sel.Requirements() {
+			if !st.SupportsField(req.Field) {
+				return opts, meta.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
+			}
+		}
+		opts.Fields = sel
+	}
+	return opts, nil
+}
+
+// writeOptions reads dryRun and fieldValidation.
+func writeOptions(q url.Values, kind string) (registry.WriteOptions, error) {
+	var opts registry.WriteOptions
+	for _, v := range q["dryRun"] {
+		if v != "All" {
+			return opts, meta.NewInvalidOptions(kind, meta.ErrorList{meta.NotSupported(meta.NewPath("dryRun"), v, []string{"All"})})
+		}
+		opts.DryRun = true
+	}
+	switch v := q.Get("fieldValidation"); v {
+	case "", "Warn", "Ignore", "Strict":
+		opts.FieldValidation = v
+	default:
+		return opts, meta.NewInvalidOptions(kind, meta.ErrorList{meta.NotSupported(meta.NewPath("fieldValidation"), v, []string{"Ignore", "Strict", "Warn"})})
+	}
+	return opts, nil
+}
+
+// readBody reads and decodes a JSON or YAML request body into a generic
+// object. Duplicate fields are returned as field validation problems.
+func (s *Server) readBody(r *http.Request) (registry.Object, []string, error) {
+	ct := r.Header.Get("Content-Type")
+	mediaType := "application/json"
+	if ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil {
+			return nil, nil, meta.NewUnsupportedMediaType(ct)
+		}
+		mediaType = mt
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.cfg.MaxRequestBodyBytes))
+	if err != nil {
+		return nil, nil, meta.NewRequestEntityTooLarge(fmt.Sprintf("the request body is larger than the limit of %d bytes", s.cfg.MaxRequestBodyBytes))
+	}
+	switch mediaType {
+	case "application/json":
+	case "application/yaml":
+		if data, err = yaml.YAMLToJSON(data); err != nil {
+			return nil, nil, meta.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
+		}
+	default:
+		return nil, nil, meta.NewUnsupportedMediaType(ct)
+	}
+	v, dups, err := codec.DecodeJSON(data)
+	if err != nil {
+		return nil, nil, meta.NewBadRequest(fmt.Sprintf("error decoding the request body: %v", err))
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, nil, meta.NewBadRequest("error decoding the request body: the body must be a JSON object")
+	}
+	problems := make([]string, 0, len(dups))
+	for _, d := range dups {
+		problems = append(problems, fmt.Sprintf("duplicate field %q", d))
+	}
+	return obj, problems, nil
+}
+
+func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo) {
+	opts, err := writeOptions(r.URL.Query(), "CreateOptions")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	obj, dups, err := s.readBody(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	opts.UnknownFields = dups
+	res, err := st.Create(r.Context(), info.Namespace, obj, opts)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	for _, warning := range res.Warnings {
+		addWarning(w, warning)
+	}
+	s.writeRaw(w, r, http.StatusCreated, res.JSON)
+}
+
+func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo) {
+	opts, err := writeOptions(r.URL.Query(), "UpdateOptions")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	obj, dups, err := s.readBody(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	opts.UnknownFields = dups
+	opts.Subresource = info.Subresource
+	res, err := st.Update(r.Context(), info.Namespace, info.Name, obj, opts)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	for _, warning := range res.Warnings {
+		addWarning(w, warning)
+	}
+	code := http.StatusOK
+	if res.Created {
+		code = http.StatusCreated
+	}
+	s.writeRaw(w, r, code, res.JSON)
+}
+
+// deleteOptions reads DeleteOptions from the query and the body.
+func (s *Server) deleteOptions(r *http.Request) (registry.DeleteOptions, error) {
+	var opts registry.DeleteOptions
+	wo, err := writeOptions(r.URL.Query(), "DeleteOptions")
+	if err != nil {
+		return opts, err
+	}
+	opts.DryRun = wo.DryRun
+	if body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.cfg.MaxRequestBodyBytes)); err != nil {
+		return opts, meta.NewRequestEntityTooLarge("the request body is too large")
+	} else if len(bytes.TrimSpace(body)) > 0 {
+		var do struct {
+			Kind          string   `json:"kind"`
+			DryRun        []string `json:"dryRun"`
+			Preconditions *struct {
+				UID             *string `json:"uid"`
+				ResourceVersion *string `json:"resourceVersion"`
+			} `json:"preconditions"`
+		}
+		if err := json.Unmarshal(body, &do); err != nil {
+			return opts, meta.NewBadRequest(fmt.Sprintf("error decoding DeleteOptions: %v", err))
+		}
+		for _, v := range do.DryRun {
+			if v != "All" {
+				return opts, meta.NewInvalidOptions("DeleteOptions", meta.ErrorList{meta.NotSupported(meta.NewPath("dryRun"), v, []string{"All"})})
+			}
+			opts.DryRun = true
+		}
+		if p := do.Preconditions; p != nil {
+			if p.UID != nil {
+				opts.PreconditionUID = *p.UID
+			}
+			if p.ResourceVersion != nil {
+				opts.PreconditionResourceVersion = *p.ResourceVersion
+			}
+		}
+	}
+	return opts, nil
+}
+
+func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo) {
+	opts, err := s.deleteOptions(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := st.Delete(r.Context(), info.Namespace, info.Name, opts)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	rs := st.Resource()
+	uid := meta.GetUID(res.Object)
+	status := meta.Status{
+		TypeMeta: meta.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   meta.StatusSuccess,
+		Details:  &meta.StatusDetails{Name: info.Name, Group: rs.Group, Kind: rs.Resource, UID: uid},
+	}
+	s.writeObject(w, r, http.StatusOK, status)
+}
+
+// handleDeleteCollection deletes every object of the collection that matches
+// the selectors and answers the list of deleted objects, as kube-apiserver.
+func (s *Server) handleDeleteCollection(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo) {
+	opts, err := s.deleteOptions(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	lo, err := s.listOptions(r.URL.Query(), st)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	lo.Limit, lo.Continue = 0, ""
+	list, err := st.List(r.Context(), info.Namespace, lo)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res := st.Resource()
+	var deleted [][]byte
+	for _, raw := range list.Items {
+		var head struct {
+			Metadata struct {
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(raw, &head); err != nil {
+			s.writeError(w, r, meta.NewInternalError(err))
+			return
+		}
+		out, err := st.Delete(r.Context(), head.Metadata.Namespace, head.Metadata.Name, opts)
+		if meta.ReasonOf(err) == meta.StatusReasonNotFound {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		deleted = append(deleted, out.JSON)
+	}
+	var buf bytes.Buffer
+	buf.WriteString(`{"kind":`)
+	writeJSONString(&buf, res.ListKind)
+	buf.WriteString(`,"apiVersion":`)
+	writeJSONString(&buf, res.APIVersion())
+	buf.WriteString(`,"metadata":{"resourceVersion":"`)
+	buf.WriteString(strconv.FormatInt(list.ResourceVersion, 10))
+	buf.WriteString(`"},"items":[`)
+	for i, it := range deleted {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(it)
+	}
+	buf.WriteString("]}")
+	s.writeRaw(w, r, http.StatusOK, buf.Bytes())
+}

@@ -1,0 +1,633 @@
+package schema
+
+import (
+	"bytes"
+	"encoding"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kapi-dev/kapi/apiserver/meta"
+)
+
+// For returns the schema of T; see FromGoType.
+func For[T any]() (*Schema, error) {
+	return FromGoType(reflect.TypeFor[T]())
+}
+
+// FromGoType derives a structural schema from a Go type by reflection,
+// following encoding/json's rules so that the schema describes what the
+// type encodes to:
+//
+//   - field names come from json tags (or the Go name); "-" skips a field;
+//     anonymous struct fields without a tag name (e.g. `json:",inline"`) are
+//     inlined; among fields with the same name the shallowest (then the
+//     tagged) one wins, and ties drop the name, as in encoding/json;
+//   - bool → boolean; int8..int32, uint8, uint16 → integer/int32; int, int64,
+//     uint, uint32, uint64 → integer/int64; float32 → number/float; float64 →
+//     number/double; string → string; []byte → string/byte; slices and
+//     arrays → array; maps with string (or integer, or text-marshalling) keys
+//     → object with additionalProperties; structs → object with properties;
+//     pointers are unwrapped; a ",string" option makes a number or bool a
+//     string;
+//   - time.Time and meta.Time → string/date-time; time.Duration → integer;
+//     meta.ObjectMeta and meta.ListMeta → a plain object (the server
+//     validates metadata itself, as Kubernetes does for custom resources);
+//     interfaces, json.RawMessage and other types with their own
+//     MarshalJSON → x-kubernetes-preserve-unknown-fields (any value);
+//     other encoding.TextMarshaler types → string;
+//   - the `doc:"..."` tag is the description, and the `kapi:"..."` tag holds
+//     comma-separated markers (see below).
+//
+// A field is required only when marked so (not because it lacks omitempty,
+// following Kubernetes' convention). Markers, in the kapi tag:
+//
+//	required, optional, nullable,
+//	enum=a|b|c, default=<value>, format=<f>, type=<t>,
+//	min=<n>, max=<n>, exclusiveMin, exclusiveMax, multipleOf=<n>,
+//	minLength=<n>, maxLength=<n>, pattern=<re>,
+//	minItems=<n>, maxItems=<n>, minProperties=<n>, maxProperties=<n>,
+//	listType=atomic|set|map, listMapKeys=k1|k2, mapType=granular|atomic,
+//	patchStrategy=<s>, patchMergeKey=<k>,
+//	preserveUnknownFields, embeddedResource, intOrString
+//
+// A marker prefixed with "items." applies to the items of an array field
+// (e.g. items.maxLength=63). Values of enum and default are read according to
+// the field's type (JSON for numbers, booleans, objects and arrays; plain or
+// JSON-quoted text for strings); a value may contain commas as long as the
+// text after a comma does not look like a marker. Defaults must validate
+// against the field's schema. Types that refer to themselves are an error
+// (structural schemas cannot be recursive), as are channels, functions,
+// complex numbers and maps with other key types. The result passes Check.
+func FromGoType(t reflect.Type) (*Schema, error) {
+	if t == nil {
+		return nil, fmt.Errorf("schema: nil type")
+	}
+	b := &goBuilder{}
+	s, err := b.build(t, t.String())
+	if err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	if err := Check(s); err != nil {
+		return nil, fmt.Errorf("schema of %s: %w", t, err)
+	}
+	return s, nil
+}
+
+var (
+	timeType        = reflect.TypeFor[time.Time]()
+	metaTimeType    = reflect.TypeFor[meta.Time]()
+	durationType    = reflect.TypeFor[time.Duration]()
+	objectMetaType  = reflect.TypeFor[meta.ObjectMeta]()
+	listMetaType    = reflect.TypeFor[meta.ListMeta]()
+	typeMetaType    = reflect.TypeFor[meta.TypeMeta]()
+	rawMessageType  = reflect.TypeFor[json.RawMessage]()
+	jsonNumberType  = reflect.TypeFor[json.Number]()
+	jsonMarshaler   = reflect.TypeFor[json.Marshaler]()
+	textMarshaler   = reflect.TypeFor[encoding.TextMarshaler]()
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// Descriptions Kubernetes gives the standard top-level fields.
+const (
+	apiVersionDescription = "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources"
+	kindDescription       = "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"
+	metadataDescription   = "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
+)
+
+type goBuilder struct {
+	// stack holds the struct types being built, to detect cycles.
+	stack []reflect.Type
+}
+
+func implements(t, iface reflect.Type) bool {
+	return t.Implements(iface) || reflect.PointerTo(t).Implements(iface)
+}
+
+// build returns the schema of t; where names the type or field for errors.
+func (b *goBuilder) build(t reflect.Type, where string) (*Schema, error) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t {
+	case timeType, metaTimeType:
+		return &Schema{Type: TypeString, Format: "date-time"}, nil
+	case durationType:
+		return &Schema{Type: TypeInteger, Format: "int64"}, nil
+	case objectMetaType, listMetaType:
+		if len(b.stack) > 0 {
+			return &Schema{Type: TypeObject}, nil
+		}
+	case rawMessageType:
+		return &Schema{XPreserveUnknownFields: true}, nil
+	case jsonNumberType:
+		return &Schema{Type: TypeNumber}, nil
+	}
+	if implements(t, jsonMarshaler) {
+		return &Schema{XPreserveUnknownFields: true}, nil
+	}
+	if implements(t, textMarshaler) {
+		return &Schema{Type: TypeString}, nil
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return &Schema{Type: TypeBoolean}, nil
+	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Uint8, reflect.Uint16:
+		return &Schema{Type: TypeInteger, Format: "int32"}, nil
+	case reflect.Int, reflect.Int64, reflect.Uint, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return &Schema{Type: TypeInteger, Format: "int64"}, nil
+	case reflect.Float32:
+		return &Schema{Type: TypeNumber, Format: "float"}, nil
+	case reflect.Float64:
+		return &Schema{Type: TypeNumber, Format: "double"}, nil
+	case reflect.String:
+		return &Schema{Type: TypeString}, nil
+	case reflect.Interface:
+		return &Schema{XPreserveUnknownFields: true}, nil
+	case reflect.Slice, reflect.Array:
+		if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 && !implements(t.Elem(), jsonMarshaler) && !implements(t.Elem(), textMarshaler) {
+			return &Schema{Type: TypeString, Format: "byte"}, nil
+		}
+		items, err := b.build(t.Elem(), where+"[]")
+		if err != nil {
+			return nil, err
+		}
+		return &Schema{Type: TypeArray, Items: items}, nil
+	case reflect.Map:
+		switch k := t.Key(); {
+		case k.Kind() == reflect.String, implements(k, textUnmarshaler),
+			k.Kind() >= reflect.Int && k.Kind() <= reflect.Uintptr:
+		default:
+			return nil, fmt.Errorf("%s: unsupported map key type %s", where, k)
+		}
+		vs, err := b.build(t.Elem(), where+"[key]")
+		if err != nil {
+			return nil, err
+		}
+		return &Schema{Type: TypeObject, AdditionalProperties: &SchemaOrBool{Allows: true, Schema: vs}}, nil
+	case reflect.Struct:
+		return b.buildStruct(t, where)
+	}
+	return nil, fmt.Errorf("%s: unsupported type %s", where, t)
+}
+
+// goField is one JSON field of a struct, possibly from an inlined struct.
+type goField struct {
+	name   string
+	tagged bool
+	depth  int
+	field  reflect.StructField
+	quoted bool // the ",string" option
+}
+
+// collectFields lists the JSON fields of struct t the way encoding/json
+// does, including those of inlined anonymous structs.
+func collectFields(t reflect.Type, depth int, inlining map[reflect.Type]bool, out *[]goField) {
+	inlining[t] = true
+	defer delete(inlining, t)
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if f.Anonymous {
+			if !f.IsExported() && ft.Kind() != reflect.Struct {
+				continue
+			}
+		} else if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if !validJSONName(name) {
+			name = ""
+		}
+		if f.Anonymous && name == "" && ft.Kind() == reflect.Struct {
+			if !inlining[ft] {
+				collectFields(ft, depth+1, inlining, out)
+			}
+			continue
+		}
+		quoted := false
+		for _, o := range strings.Split(opts, ",") {
+			if o == "string" {
+				quoted = true
+			}
+		}
+		gf := goField{name: name, tagged: name != "", depth: depth, field: f, quoted: quoted}
+		if gf.name == "" {
+			gf.name = f.Name
+		}
+		*out = append(*out, gf)
+	}
+}
+
+// validJSONName mirrors encoding/json's check of tag names.
+func validJSONName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		switch {
+		case strings.ContainsRune("!#$%&()*+-./:;<=>?@[]^_{|}~ ", c):
+		case !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c > 127):
+			return false
+		}
+	}
+	return true
+}
+
+// dominantFields applies encoding/json's rules for duplicate names.
+func dominantFields(fields []goField) []goField {
+	byName := map[string][]goField{}
+	var order []string
+	for _, f := range fields {
+		if _, ok := byName[f.name]; !ok {
+			order = append(order, f.name)
+		}
+		byName[f.name] = append(byName[f.name], f)
+	}
+	var out []goField
+	for _, name := range order {
+		fs := byName[name]
+		minDepth := fs[0].depth
+		for _, f := range fs {
+			minDepth = min(minDepth, f.depth)
+		}
+		var top []goField
+		for _, f := range fs {
+			if f.depth == minDepth {
+				top = append(top, f)
+			}
+		}
+		if len(top) > 1 {
+			var tagged []goField
+			for _, f := range top {
+				if f.tagged {
+					tagged = append(tagged, f)
+				}
+			}
+			top = tagged
+		}
+		if len(top) == 1 {
+			out = append(out, top[0])
+		}
+	}
+	return out
+}
+
+func (b *goBuilder) buildStruct(t reflect.Type, where string) (*Schema, error) {
+	for _, s := range b.stack {
+		if s == t {
+			var chain []string
+			for _, c := range b.stack {
+				chain = append(chain, c.String())
+			}
+			return nil, fmt.Errorf("%s: recursive type %s (%s -> %s) cannot have a structural schema",
+				where, t, strings.Join(chain, " -> "), t)
+		}
+	}
+	b.stack = append(b.stack, t)
+	defer func() { b.stack = b.stack[:len(b.stack)-1] }()
+
+	var raw []goField
+	collectFields(t, 0, map[reflect.Type]bool{}, &raw)
+	fields := dominantFields(raw)
+
+	s := &Schema{Type: TypeObject}
+	embedsTypeMeta := false
+	for i := 0; i < t.NumField(); i++ {
+		if f := t.Field(i); f.Anonymous && f.Type == typeMetaType {
+			embedsTypeMeta = true
+		}
+	}
+	for _, f := range fields {
+		fwhere := where + "." + f.field.Name
+		fs, err := b.build(f.field.Type, fwhere)
+		if err != nil {
+			return nil, err
+		}
+		if f.quoted {
+			switch fs.Type {
+			case TypeInteger, TypeNumber, TypeBoolean:
+				fs = &Schema{Type: TypeString}
+			}
+		}
+		if d := f.field.Tag.Get("doc"); d != "" {
+			fs.Description = d
+		}
+		if embedsTypeMeta && fs.Description == "" {
+			switch {
+			case f.name == "apiVersion" && f.field.Type.Kind() == reflect.String:
+				fs.Description = apiVersionDescription
+			case f.name == "kind" && f.field.Type.Kind() == reflect.String:
+				fs.Description = kindDescription
+			case f.name == "metadata" && f.field.Type == objectMetaType:
+				fs.Description = metadataDescription
+			}
+		}
+		required, err := applyMarkers(fs, f.field.Tag.Get("kapi"))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", fwhere, err)
+		}
+		if required {
+			s.Required = append(s.Required, f.name)
+		}
+		if s.Properties == nil {
+			s.Properties = map[string]*Schema{}
+		}
+		s.Properties[f.name] = fs
+	}
+	return s, nil
+}
+
+// markerNames are the markers that take a value (name=value) and the flags.
+var (
+	valueMarkers = map[string]bool{
+		"enum": true, "default": true, "format": true, "type": true,
+		"min": true, "max": true, "multipleOf": true,
+		"minLength": true, "maxLength": true, "pattern": true,
+		"minItems": true, "maxItems": true, "minProperties": true, "maxProperties": true,
+		"listType": true, "listMapKeys": true, "mapType": true,
+		"patchStrategy": true, "patchMergeKey": true,
+	}
+	flagMarkers = map[string]bool{
+		"required": true, "optional": true, "nullable": true,
+		"exclusiveMin": true, "exclusiveMax": true,
+		"preserveUnknownFields": true, "embeddedResource": true, "intOrString": true,
+	}
+)
+
+type marker struct {
+	items int // number of "items." prefixes
+	name  string
+	value string
+	flag  bool
+}
+
+// isMarkerStart reports whether s begins a marker (so that a comma before
+// it separates markers rather than belonging to a value).
+func isMarkerStart(s string) bool {
+	for strings.HasPrefix(s, "items.") {
+		s = s[len("items."):]
+	}
+	name, _, hasValue := strings.Cut(s, "=")
+	if hasValue {
+		return valueMarkers[name]
+	}
+	return flagMarkers[name]
+}
+
+// parseMarkers splits a kapi tag into markers.
+func parseMarkers(tag string) ([]marker, error) {
+	if strings.TrimSpace(tag) == "" {
+		return nil, nil
+	}
+	var parts []string
+	for _, p := range strings.Split(tag, ",") {
+		if len(parts) > 0 && !isMarkerStart(strings.TrimSpace(p)) {
+			parts[len(parts)-1] += "," + p
+			continue
+		}
+		parts = append(parts, p)
+	}
+	var ms []marker
+	for _, p := range parts {
+		p = strings.TrimSpace(p)
+		var m marker
+		for strings.HasPrefix(p, "items.") {
+			m.items++
+			p = p[len("items."):]
+		}
+		name, value, hasValue := strings.Cut(p, "=")
+		m.name, m.value = name, value
+		switch {
+		case hasValue && valueMarkers[name]:
+		case !hasValue && flagMarkers[name]:
+			m.flag = true
+		case valueMarkers[name]:
+			return nil, fmt.Errorf("kapi tag: marker %q needs a value (%s=...)", name, name)
+		case flagMarkers[name]:
+			return nil, fmt.Errorf("kapi tag: marker %q takes no value", name)
+		default:
+			return nil, fmt.Errorf("kapi tag: unknown marker %q", p)
+		}
+		ms = append(ms, m)
+	}
+	return ms, nil
+}
+
+// applyMarkers applies the markers of a kapi tag to a field's schema and
+// reports whether the field is required.
+func applyMarkers(s *Schema, tag string) (required bool, err error) {
+	ms, err := parseMarkers(tag)
+	if err != nil {
+		return false, err
+	}
+	// Markers that change the type come first, values that depend on it
+	// (enum, default) last.
+	rank := func(m marker) int {
+		switch m.name {
+		case "type", "intOrString", "preserveUnknownFields", "format":
+			return 0
+		case "enum":
+			return 2
+		case "default":
+			return 3
+		}
+		return 1
+	}
+	for r := 0; r <= 3; r++ {
+		for _, m := range ms {
+			if rank(m) != r {
+				continue
+			}
+			target := s
+			for i := 0; i < m.items; i++ {
+				if target.Type != TypeArray || target.Items == nil {
+					return false, fmt.Errorf("kapi tag: marker items.%s on a field that is not an array", m.name)
+				}
+				target = target.Items
+			}
+			if m.name == "required" && m.items == 0 {
+				required = true
+				continue
+			}
+			if err := applyMarker(target, m); err != nil {
+				return false, fmt.Errorf("kapi tag: %s: %w", m.name, err)
+			}
+		}
+	}
+	return required, nil
+}
+
+func parseFloat(v string) (*float64, error) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not a number", v)
+	}
+	return &f, nil
+}
+
+func parseCount(v string) (*int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n < 0 {
+		return nil, fmt.Errorf("%q is not a non-negative integer", v)
+	}
+	return &n, nil
+}
+
+func applyMarker(s *Schema, m marker) error {
+	var err error
+	switch m.name {
+	case "required":
+		return fmt.Errorf("cannot apply to array items")
+	case "optional":
+	case "nullable":
+		s.Nullable = true
+	case "type":
+		switch m.value {
+		case TypeObject, TypeArray, TypeString, TypeInteger, TypeNumber, TypeBoolean:
+		default:
+			return fmt.Errorf("unknown type %q", m.value)
+		}
+		s.Type, s.Format = m.value, ""
+		if m.value != TypeObject {
+			s.Properties, s.AdditionalProperties, s.Required = nil, nil, nil
+		}
+		if m.value != TypeArray {
+			s.Items = nil
+		}
+	case "format":
+		s.Format = m.value
+	case "intOrString":
+		*s = Schema{XIntOrString: true, Description: s.Description}
+	case "preserveUnknownFields":
+		s.XPreserveUnknownFields = true
+	case "embeddedResource":
+		if s.Type != TypeObject {
+			return fmt.Errorf("only objects can be embedded resources")
+		}
+		s.XEmbeddedResource = true
+	case "exclusiveMin":
+		s.ExclusiveMinimum = true
+	case "exclusiveMax":
+		s.ExclusiveMaximum = true
+	case "min":
+		s.Minimum, err = parseFloat(m.value)
+	case "max":
+		s.Maximum, err = parseFloat(m.value)
+	case "multipleOf":
+		s.MultipleOf, err = parseFloat(m.value)
+		if err == nil && *s.MultipleOf <= 0 {
+			err = fmt.Errorf("%q must be positive", m.value)
+		}
+	case "minLength":
+		s.MinLength, err = parseCount(m.value)
+	case "maxLength":
+		s.MaxLength, err = parseCount(m.value)
+	case "minItems":
+		s.MinItems, err = parseCount(m.value)
+	case "maxItems":
+		s.MaxItems, err = parseCount(m.value)
+	case "minProperties":
+		s.MinProperties, err = parseCount(m.value)
+	case "maxProperties":
+		s.MaxProperties, err = parseCount(m.value)
+	case "pattern":
+		s.Pattern = m.value
+		s.pattern.Store(nil)
+		_, err = s.regexp()
+	case "listType":
+		if s.Type != TypeArray {
+			return fmt.Errorf("only arrays have a list type")
+		}
+		switch m.value {
+		case ListTypeAtomic, ListTypeSet, ListTypeMap:
+		default:
+			return fmt.Errorf("unknown list type %q (want atomic, set or map)", m.value)
+		}
+		s.XListType = m.value
+	case "listMapKeys":
+		s.XListMapKeys = strings.Split(m.value, "|")
+	case "mapType":
+		switch m.value {
+		case MapTypeGranular, MapTypeAtomic:
+		default:
+			return fmt.Errorf("unknown map type %q (want granular or atomic)", m.value)
+		}
+		s.XMapType = m.value
+	case "patchStrategy":
+		s.XPatchStrategy = m.value
+	case "patchMergeKey":
+		s.XPatchMergeKey = m.value
+	case "enum":
+		for _, v := range strings.Split(m.value, "|") {
+			x, err := parseValue(s, v)
+			if err != nil {
+				return err
+			}
+			s.Enum = append(s.Enum, x)
+		}
+		for _, e := range s.Enum {
+			if errs := Validate(e, withoutEnum(s)); len(errs) > 0 {
+				return fmt.Errorf("value %s is not valid: %v", formatJSON(e), errs.ToAggregate())
+			}
+		}
+	case "default":
+		x, err := parseValue(s, m.value)
+		if err != nil {
+			return err
+		}
+		if errs := Validate(x, s); len(errs) > 0 {
+			return fmt.Errorf("default %s is not valid: %v", formatJSON(x), errs.ToAggregate())
+		}
+		s.Default = x
+	}
+	return err
+}
+
+func withoutEnum(s *Schema) *Schema {
+	c := s.Clone()
+	c.Enum = nil
+	return c
+}
+
+func formatJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// parseValue reads an enum or default value for a schema: text for
+// strings (or a JSON string literal), JSON otherwise (with numbers as
+// json.Number); for int-or-string and untyped schemas, JSON if it parses,
+// else text.
+func parseValue(s *Schema, v string) (any, error) {
+	if s.Type == TypeString && !strings.HasPrefix(v, `"`) {
+		return v, nil
+	}
+	d := json.NewDecoder(bytes.NewReader([]byte(v)))
+	d.UseNumber()
+	var x any
+	err := d.Decode(&x)
+	if err == nil && d.More() {
+		err = fmt.Errorf("trailing data")
+	}
+	if err != nil {
+		if s.Type == "" {
+			return v, nil
+		}
+		return nil, fmt.Errorf("cannot read %q as a %s value: %v", v, s.Type, err)
+	}
+	return x, nil
+}

@@ -1,0 +1,191 @@
+// Package apiserver is kapi's http.Handler: it serves the resource types of a
+// registry.Registry with the URIs, verbs, status codes, discovery documents and
+// OpenAPI documents of a Kubernetes API server, so that kubectl, client-go and
+// controller-runtime work against it unchanged.
+//
+// Mount it anywhere:
+//
+//	api, err := apiserver.New(ctx, apiserver.Config{Storage: store})
+//	...
+//	router.Mount("/kube", api)            // chi
+//	mux.Handle("/kube/", http.StripPrefix("/kube", api)) // net/http
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/storage"
+)
+
+// Config configures a Server.
+type Config struct {
+	// Storage holds every object. Required.
+	Storage storage.Store
+	// Logger receives operational logs; request logs are at debug level.
+	// Default: discard.
+	Logger *slog.Logger
+	// KeyPrefix is prepended to every storage key, so several APIs can share
+	// one store. Default "/registry/".
+	KeyPrefix string
+	// MaxRequestBodyBytes limits request bodies (413 beyond). Default 3 MiB,
+	// as kube-apiserver.
+	MaxRequestBodyBytes int64
+	// Version is reported by /version. Default: a Kubernetes 1.36 compatible
+	// version marked as kapi.
+	Version VersionInfo
+	// DefaultNamespaces are created at start when missing. Default: "default".
+	DefaultNamespaces []string
+}
+
+// VersionInfo is the body of /version.
+type VersionInfo struct {
+	Major        string `json:"major"`
+	Minor        string `json:"minor"`
+	GitVersion   string `json:"gitVersion"`
+	GitCommit    string `json:"gitCommit"`
+	GitTreeState string `json:"gitTreeState"`
+	BuildDate    string `json:"buildDate"`
+	GoVersion    string `json:"goVersion"`
+	Compiler     string `json:"compiler"`
+	Platform     string `json:"platform"`
+}
+
+// Server is the API handler. It is safe for concurrent use.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	reg    *registry.Registry
+	router chi.Router
+
+	docsMu sync.Mutex
+	docs   *documents // discovery and OpenAPI documents, rebuilt on change
+}
+
+// New returns a Server over cfg.Storage serving core v1 namespaces, with the
+// default namespaces created. Register more types with Register.
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.Storage == nil {
+		return nil, errors.New("apiserver: Config.Storage is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxRequestBodyBytes <= 0 {
+		cfg.MaxRequestBodyBytes = 3 << 20
+	}
+	if cfg.Version.GitVersion == "" {
+		cfg.Version = defaultVersion()
+	}
+	if cfg.DefaultNamespaces == nil {
+		cfg.DefaultNamespaces = []string{"default"}
+	}
+	reg, err := registry.New(registry.Config{Storage: cfg.Storage, KeyPrefix: cfg.KeyPrefix, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, reg: reg}
+	reg.OnChange(s.invalidateDocs)
+	if err := reg.Register(registry.Namespaces()); err != nil {
+		return nil, err
+	}
+	if err := s.ensureNamespaces(ctx); err != nil {
+		return nil, err
+	}
+	s.router = s.routes()
+	return s, nil
+}
+
+// Registry returns the registry of served types.
+func (s *Server) Registry() *registry.Registry { return s.reg }
+
+// Register serves a resource type (or replaces its registration). It takes
+// effect at once, discovery and OpenAPI included.
+func (s *Server) Register(res registry.Resource) error { return s.reg.Register(res) }
+
+// Unregister stops serving a resource type; its objects stay in storage.
+func (s *Server) Unregister(gvr meta.GroupVersionResource) error { return s.reg.Unregister(gvr) }
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.router.ServeHTTP(w, r)
+}
+
+func (s *Server) ensureNamespaces(ctx context.Context) error {
+	st, _ := s.reg.Store(meta.GroupVersionResource{Version: "v1", Resource: "namespaces"})
+	for _, ns := range s.cfg.DefaultNamespaces {
+		_, err := st.Create(ctx, "", registry.Object{"metadata": map[string]any{"name": ns}}, registry.WriteOptions{})
+		if err != nil && meta.ReasonOf(err) != meta.StatusReasonAlreadyExists {
+			return fmt.Errorf("apiserver: creating namespace %q: %w", ns, err)
+		}
+	}
+	return nil
+}
+
+func (s *Server) routes() chi.Router {
+	r := chi.NewRouter()
+	r.Use(s.recoverer)
+	r.Get("/version", s.serveVersion)
+	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
+		r.Get(p, s.serveHealth)
+		r.Get(p+"/*", s.serveHealth)
+	}
+	r.Get("/api", s.serveAPIVersions)
+	r.Get("/apis", s.serveAPIGroups)
+	r.Get("/openapi/v2", s.serveOpenAPIV2)
+	r.Get("/openapi/v3", s.serveOpenAPIV3Index)
+	r.Get("/openapi/v3/*", s.serveOpenAPIV3)
+	r.HandleFunc("/api/{version}", s.serveGroupVersion)
+	r.HandleFunc("/api/{version}/*", s.serveResource)
+	r.HandleFunc("/apis/{group}", s.serveAPIGroup)
+	r.HandleFunc("/apis/{group}/{version}", s.serveGroupVersion)
+	r.HandleFunc("/apis/{group}/{version}/*", s.serveResource)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, meta.NewNotFoundPath())
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, meta.NewMethodNotAllowed(r.Method, ""))
+	})
+	return r
+}
+
+// recoverer turns a panic in a handler into a 500 Status and a log line: the
+// server never dies on a request.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v)
+				s.writeError(w, r, meta.NewInternalError(fmt.Errorf("%v", v)))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.cfg.Storage.CurrentRevision(r.Context()); err != nil {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprintf(w, "[-]storage failed: %v\nhealthz check failed\n", err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write([]byte("ok"))
+}
+
+func (s *Server) serveVersion(w http.ResponseWriter, r *http.Request) {
+	s.writeObject(w, r, http.StatusOK, s.cfg.Version)
+}

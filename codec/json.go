@@ -1,0 +1,346 @@
+package codec
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// MaxDepth bounds the nesting of decoded JSON, so that hostile input cannot
+// exhaust the stack.
+const MaxDepth = 10000
+
+// DecodeJSON decodes one JSON value into generic form: map[string]any,
+// []any, string, json.Number (numbers stay exact), bool and nil. Unlike
+// encoding/json it reports duplicate object keys, by field path
+// ("spec.ports[1].name"), as Kubernetes' field validation does; the last
+// occurrence wins. Trailing non-space data is an error.
+func DecodeJSON(data []byte) (any, []string, error) {
+	d := decoder{data: data}
+	d.skipSpace()
+	v, err := d.value(0, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	d.skipSpace()
+	if d.pos != len(d.data) {
+		return nil, nil, d.errorf("invalid character %q after top-level value", d.data[d.pos])
+	}
+	return v, d.dups, nil
+}
+
+type decoder struct {
+	data []byte
+	pos  int
+	dups []string
+}
+
+type pathElem struct {
+	key   string
+	index int // -1 for object keys
+}
+
+func (d *decoder) errorf(format string, args ...any) error {
+	return fmt.Errorf("json: "+format+" (at offset %d)", append(args, d.pos)...)
+}
+
+func (d *decoder) skipSpace() {
+	for d.pos < len(d.data) {
+		switch d.data[d.pos] {
+		case ' ', '\t', '\n', '\r':
+			d.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (d *decoder) value(depth int, path []pathElem) (any, error) {
+	if depth > MaxDepth {
+		return nil, d.errorf("exceeded max depth of %d", MaxDepth)
+	}
+	if d.pos >= len(d.data) {
+		return nil, d.errorf("unexpected end of JSON input")
+	}
+	switch c := d.data[d.pos]; {
+	case c == '{':
+		return d.object(depth, path)
+	case c == '[':
+		return d.array(depth, path)
+	case c == '"':
+		return d.str()
+	case c == 't':
+		return true, d.literal("true")
+	case c == 'f':
+		return false, d.literal("false")
+	case c == 'n':
+		return nil, d.literal("null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		return d.number()
+	default:
+		return nil, d.errorf("invalid character %q looking for beginning of value", c)
+	}
+}
+
+func (d *decoder) literal(lit string) error {
+	if len(d.data)-d.pos < len(lit) || string(d.data[d.pos:d.pos+len(lit)]) != lit {
+		return d.errorf("invalid literal, expected %s", lit)
+	}
+	d.pos += len(lit)
+	return nil
+}
+
+func (d *decoder) object(depth int, path []pathElem) (any, error) {
+	d.pos++ // '{'
+	obj := map[string]any{}
+	d.skipSpace()
+	if d.pos < len(d.data) && d.data[d.pos] == '}' {
+		d.pos++
+		return obj, nil
+	}
+	for {
+		d.skipSpace()
+		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+			return nil, d.errorf("expected string for object key")
+		}
+		k, err := d.str()
+		if err != nil {
+			return nil, err
+		}
+		d.skipSpace()
+		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+			return nil, d.errorf("expected ':' after object key")
+		}
+		d.pos++
+		d.skipSpace()
+		child := append(path, pathElem{key: k, index: -1})
+		v, err := d.value(depth+1, child)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := obj[k]; dup {
+			d.dups = append(d.dups, renderPath(child))
+		}
+		obj[k] = v
+		d.skipSpace()
+		if d.pos >= len(d.data) {
+			return nil, d.errorf("unexpected end of JSON input")
+		}
+		switch d.data[d.pos] {
+		case ',':
+			d.pos++
+		case '}':
+			d.pos++
+			return obj, nil
+		default:
+			return nil, d.errorf("invalid character %q after object key:value pair", d.data[d.pos])
+		}
+	}
+}
+
+func (d *decoder) array(depth int, path []pathElem) (any, error) {
+	d.pos++ // '['
+	arr := []any{}
+	d.skipSpace()
+	if d.pos < len(d.data) && d.data[d.pos] == ']' {
+		d.pos++
+		return arr, nil
+	}
+	for i := 0; ; i++ {
+		d.skipSpace()
+		v, err := d.value(depth+1, append(path, pathElem{index: i}))
+		if err != nil {
+			return nil, err
+		}
+		arr = append(arr, v)
+		d.skipSpace()
+		if d.pos >= len(d.data) {
+			return nil, d.errorf("unexpected end of JSON input")
+		}
+		switch d.data[d.pos] {
+		case ',':
+			d.pos++
+		case ']':
+			d.pos++
+			return arr, nil
+		default:
+			return nil, d.errorf("invalid character %q after array element", d.data[d.pos])
+		}
+	}
+}
+
+func (d *decoder) number() (any, error) {
+	start := d.pos
+	if d.data[d.pos] == '-' {
+		d.pos++
+	}
+	digits := func() int {
+		n := 0
+		for d.pos < len(d.data) && d.data[d.pos] >= '0' && d.data[d.pos] <= '9' {
+			d.pos++
+			n++
+		}
+		return n
+	}
+	intStart := d.pos
+	if digits() == 0 {
+		return nil, d.errorf("invalid number")
+	}
+	if d.data[intStart] == '0' && d.pos-intStart > 1 {
+		return nil, d.errorf("invalid number: leading zero")
+	}
+	if d.pos < len(d.data) && d.data[d.pos] == '.' {
+		d.pos++
+		if digits() == 0 {
+			return nil, d.errorf("invalid number: no digits after decimal point")
+		}
+	}
+	if d.pos < len(d.data) && (d.data[d.pos] == 'e' || d.data[d.pos] == 'E') {
+		d.pos++
+		if d.pos < len(d.data) && (d.data[d.pos] == '+' || d.data[d.pos] == '-') {
+			d.pos++
+		}
+		if digits() == 0 {
+			return nil, d.errorf("invalid number: no digits in exponent")
+		}
+	}
+	return json.Number(d.data[start:d.pos]), nil
+}
+
+func (d *decoder) str() (string, error) {
+	d.pos++ // opening quote
+	start := d.pos
+	// Fast path: no escapes, valid UTF-8.
+	for d.pos < len(d.data) {
+		c := d.data[d.pos]
+		if c == '"' {
+			s := d.data[start:d.pos]
+			d.pos++
+			if utf8.Valid(s) {
+				return string(s), nil
+			}
+			return fixUTF8(s), nil
+		}
+		if c == '\\' {
+			break
+		}
+		if c < 0x20 {
+			return "", d.errorf("invalid control character in string")
+		}
+		d.pos++
+	}
+	var b strings.Builder
+	b.Write(d.data[start:d.pos])
+	for {
+		if d.pos >= len(d.data) {
+			return "", d.errorf("unexpected end of JSON input in string")
+		}
+		c := d.data[d.pos]
+		switch {
+		case c == '"':
+			d.pos++
+			return fixUTF8([]byte(b.String())), nil
+		case c < 0x20:
+			return "", d.errorf("invalid control character in string")
+		case c != '\\':
+			b.WriteByte(c)
+			d.pos++
+			continue
+		}
+		d.pos++ // backslash
+		if d.pos >= len(d.data) {
+			return "", d.errorf("unexpected end of JSON input in string escape")
+		}
+		e := d.data[d.pos]
+		d.pos++
+		switch e {
+		case '"', '\\', '/':
+			b.WriteByte(e)
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'u':
+			r, ok := d.hex4()
+			if !ok {
+				return "", d.errorf("invalid \\u escape")
+			}
+			if utf16.IsSurrogate(r) {
+				// A surrogate pair is two escapes; a lone half becomes U+FFFD.
+				if d.pos+1 < len(d.data) && d.data[d.pos] == '\\' && d.data[d.pos+1] == 'u' {
+					save := d.pos
+					d.pos += 2
+					r2, ok := d.hex4()
+					if ok {
+						if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+							b.WriteRune(dec)
+							continue
+						}
+					}
+					d.pos = save
+				}
+				r = utf8.RuneError
+			}
+			b.WriteRune(r)
+		default:
+			return "", d.errorf("invalid escape character %q in string", e)
+		}
+	}
+}
+
+func (d *decoder) hex4() (rune, bool) {
+	if len(d.data)-d.pos < 4 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(d.data[d.pos:d.pos+4]), 16, 16)
+	if err != nil {
+		return 0, false
+	}
+	d.pos += 4
+	return rune(n), true
+}
+
+func renderPath(path []pathElem) string {
+	var b strings.Builder
+	for i, p := range path {
+		if p.index >= 0 {
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(p.index))
+			b.WriteByte(']')
+			continue
+		}
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(p.key)
+	}
+	return b.String()
+}
+
+// fixUTF8 replaces each byte of an invalid UTF-8 sequence with U+FFFD, as
+// encoding/json does.
+func fixUTF8(s []byte) string {
+	if utf8.Valid(s) {
+		return string(s)
+	}
+	var b strings.Builder
+	for len(s) > 0 {
+		r, size := utf8.DecodeRune(s)
+		if r == utf8.RuneError && size == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.Write(s[:size])
+		}
+		s = s[size:]
+	}
+	return b.String()
+}

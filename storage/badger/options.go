@@ -1,0 +1,223 @@
+package badger
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Default option values. DefaultOptions and InMemoryOptions start from these,
+// and Open uses them for fields left at their zero value.
+const (
+	DefaultMaxKeySize         = 4 << 10 // 4 KiB
+	DefaultMaxValueSize       = 3 << 20 // 3 MiB
+	DefaultRetentionTime      = 10 * time.Minute
+	DefaultRetentionRevisions = 1_000_000
+	DefaultCompactionInterval = 30 * time.Second
+	DefaultMaxBatchWrites     = 1024
+	DefaultWatchBufferSize    = 10_000
+	DefaultMemTableSize       = 64 << 20 // 64 MiB, Badger's own default
+	DefaultBlockCacheSize     = 256 << 20
+
+	// maxKeyLimit is Badger's key limit (65000) minus kapi's key prefix and
+	// some room; MaxKeySize may not exceed it.
+	maxKeyLimit = 60_000
+)
+
+// Options configures a Store. Build one with DefaultOptions or
+// InMemoryOptions and adjust it with the WithX methods, or write a literal:
+// Open treats every zero numeric field as its default, so Options{Dir: dir}
+// is a durable store with default settings.
+type Options struct {
+	// Dir is the data directory (created if missing). Required unless InMemory.
+	Dir string
+
+	// InMemory keeps everything in memory (Badger's own in-memory mode):
+	// nothing touches the disk and everything is lost on Close. Dir must be
+	// empty.
+	InMemory bool
+
+	// NoSync acknowledges writes without waiting for fsync. A process crash
+	// still loses nothing (the write-ahead log is in the page cache), but a
+	// machine crash or power loss can lose acknowledged writes. Default false:
+	// every acknowledged write is on stable storage.
+	NoSync bool
+
+	// Logger receives the store's and Badger's log records. Badger's errors and
+	// warnings are logged at those levels, its info messages at debug level,
+	// its debug messages not at all. Default: discard.
+	Logger *slog.Logger
+
+	// MaxKeySize is the largest accepted key in bytes. Default 4 KiB; at most
+	// 60,000.
+	MaxKeySize int
+
+	// MaxValueSize is the largest accepted value in bytes. Default 3 MiB. It
+	// may not exceed 15% of MemTableSize minus 256 KiB (Badger's transaction
+	// size limit; about 9.3 MiB with the default memtable).
+	MaxValueSize int
+
+	// RetentionTime bounds history by age: revisions older than this become
+	// eligible for automatic compaction. Default 10 minutes; negative means no
+	// age limit.
+	RetentionTime time.Duration
+
+	// RetentionRevisions bounds history by count: revisions more than this
+	// many behind the current one become eligible for automatic compaction.
+	// Default 1,000,000; negative means no count limit. History is compacted
+	// when either limit says so; with both negative, only Compact compacts.
+	RetentionRevisions int64
+
+	// CompactionInterval is how often the retention limits are applied.
+	// Default 30 seconds. The time limit is applied with this granularity:
+	// history is kept for at least RetentionTime.
+	CompactionInterval time.Duration
+
+	// MaxBatchWrites caps the number of writes committed in one group commit.
+	// Default 1024.
+	MaxBatchWrites int
+
+	// WatchBufferSize is the number of events buffered per watcher before the
+	// watcher is considered hopelessly behind; it then drops its buffer and
+	// catches up from the change log (see Store.Watch). Default 10,000.
+	WatchBufferSize int
+
+	// MemTableSize is Badger's memtable size in bytes. Default 64 MiB; at
+	// least 8 MiB. It bounds MaxValueSize (see there).
+	MemTableSize int64
+
+	// BlockCacheSize is Badger's block cache size in bytes. Default 256 MiB.
+	BlockCacheSize int64
+}
+
+// DefaultOptions returns the default options for a durable store in dir.
+func DefaultOptions(dir string) Options {
+	return Options{
+		Dir:                dir,
+		MaxKeySize:         DefaultMaxKeySize,
+		MaxValueSize:       DefaultMaxValueSize,
+		RetentionTime:      DefaultRetentionTime,
+		RetentionRevisions: DefaultRetentionRevisions,
+		CompactionInterval: DefaultCompactionInterval,
+		MaxBatchWrites:     DefaultMaxBatchWrites,
+		WatchBufferSize:    DefaultWatchBufferSize,
+		MemTableSize:       DefaultMemTableSize,
+		BlockCacheSize:     DefaultBlockCacheSize,
+	}
+}
+
+// InMemoryOptions returns the default options for an in-memory store.
+func InMemoryOptions() Options {
+	o := DefaultOptions("")
+	o.InMemory = true
+	return o
+}
+
+// WithDir returns o with Dir set. There is no default.
+func (o Options) WithDir(dir string) Options { o.Dir = dir; return o }
+
+// WithInMemory returns o with InMemory set. Default false.
+func (o Options) WithInMemory(v bool) Options { o.InMemory = v; return o }
+
+// WithNoSync returns o with NoSync set. Default false (durable writes).
+func (o Options) WithNoSync(v bool) Options { o.NoSync = v; return o }
+
+// WithLogger returns o with Logger set. Default: discard.
+func (o Options) WithLogger(l *slog.Logger) Options { o.Logger = l; return o }
+
+// WithMaxKeySize returns o with MaxKeySize set. Default 4 KiB.
+func (o Options) WithMaxKeySize(n int) Options { o.MaxKeySize = n; return o }
+
+// WithMaxValueSize returns o with MaxValueSize set. Default 3 MiB.
+func (o Options) WithMaxValueSize(n int) Options { o.MaxValueSize = n; return o }
+
+// WithRetentionTime returns o with RetentionTime set. Default 10 minutes;
+// negative means no age limit.
+func (o Options) WithRetentionTime(d time.Duration) Options { o.RetentionTime = d; return o }
+
+// WithRetentionRevisions returns o with RetentionRevisions set. Default
+// 1,000,000; negative means no count limit.
+func (o Options) WithRetentionRevisions(n int64) Options { o.RetentionRevisions = n; return o }
+
+// WithCompactionInterval returns o with CompactionInterval set. Default 30 seconds.
+func (o Options) WithCompactionInterval(d time.Duration) Options {
+	o.CompactionInterval = d
+	return o
+}
+
+// WithMaxBatchWrites returns o with MaxBatchWrites set. Default 1024.
+func (o Options) WithMaxBatchWrites(n int) Options { o.MaxBatchWrites = n; return o }
+
+// WithWatchBufferSize returns o with WatchBufferSize set. Default 10,000 events.
+func (o Options) WithWatchBufferSize(n int) Options { o.WatchBufferSize = n; return o }
+
+// WithMemTableSize returns o with MemTableSize set. Default 64 MiB.
+func (o Options) WithMemTableSize(n int64) Options { o.MemTableSize = n; return o }
+
+// WithBlockCacheSize returns o with BlockCacheSize set. Default 256 MiB.
+func (o Options) WithBlockCacheSize(n int64) Options { o.BlockCacheSize = n; return o }
+
+// withDefaults fills zero fields with defaults and validates the result.
+func (o Options) withDefaults() (Options, error) {
+	def := DefaultOptions(o.Dir)
+	if o.MaxKeySize == 0 {
+		o.MaxKeySize = def.MaxKeySize
+	}
+	if o.MaxValueSize == 0 {
+		o.MaxValueSize = def.MaxValueSize
+	}
+	if o.RetentionTime == 0 {
+		o.RetentionTime = def.RetentionTime
+	}
+	if o.RetentionRevisions == 0 {
+		o.RetentionRevisions = def.RetentionRevisions
+	}
+	if o.CompactionInterval == 0 {
+		o.CompactionInterval = def.CompactionInterval
+	}
+	if o.MaxBatchWrites == 0 {
+		o.MaxBatchWrites = def.MaxBatchWrites
+	}
+	if o.WatchBufferSize == 0 {
+		o.WatchBufferSize = def.WatchBufferSize
+	}
+	if o.MemTableSize == 0 {
+		o.MemTableSize = def.MemTableSize
+	}
+	if o.BlockCacheSize == 0 {
+		o.BlockCacheSize = def.BlockCacheSize
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+
+	switch {
+	case o.InMemory && o.Dir != "":
+		return o, fmt.Errorf("badger: options: Dir must be empty in memory mode (got %q)", o.Dir)
+	case !o.InMemory && o.Dir == "":
+		return o, fmt.Errorf("badger: options: Dir is required unless InMemory is set")
+	case o.MaxKeySize < 0 || o.MaxKeySize > maxKeyLimit:
+		return o, fmt.Errorf("badger: options: MaxKeySize %d out of range (1..%d)", o.MaxKeySize, maxKeyLimit)
+	case o.MemTableSize < 8<<20:
+		return o, fmt.Errorf("badger: options: MemTableSize %d is below 8 MiB", o.MemTableSize)
+	case o.MaxValueSize < 0 || int64(o.MaxValueSize) > maxValueLimit(o.MemTableSize):
+		return o, fmt.Errorf("badger: options: MaxValueSize %d out of range (0..%d for MemTableSize %d)",
+			o.MaxValueSize, maxValueLimit(o.MemTableSize), o.MemTableSize)
+	case o.CompactionInterval < 0:
+		return o, fmt.Errorf("badger: options: CompactionInterval %v is negative", o.CompactionInterval)
+	case o.MaxBatchWrites < 1:
+		return o, fmt.Errorf("badger: options: MaxBatchWrites %d must be positive", o.MaxBatchWrites)
+	case o.WatchBufferSize < 1:
+		return o, fmt.Errorf("badger: options: WatchBufferSize %d must be positive", o.WatchBufferSize)
+	case o.BlockCacheSize < 0:
+		return o, fmt.Errorf("badger: options: BlockCacheSize %d is negative", o.BlockCacheSize)
+	}
+	return o, nil
+}
+
+// maxValueLimit is the largest MaxValueSize a memtable size allows: Badger
+// rejects a transaction of 15% of the memtable size or more, and one write is
+// one transaction (value chunks, change-log entry and their keys).
+func maxValueLimit(memTableSize int64) int64 {
+	return 15*memTableSize/100 - 256<<10
+}

@@ -1,0 +1,161 @@
+package badger
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	bdb "github.com/dgraph-io/badger/v4"
+
+	"github.com/kapi-dev/kapi/storage"
+)
+
+// Get returns the value of key as of revision (0 = latest).
+func (s *Store) Get(ctx context.Context, key []byte, revision int64) (storage.KeyValue, error) {
+	if err := ctx.Err(); err != nil {
+		return storage.KeyValue{}, err
+	}
+	if err := s.checkKey(key); err != nil {
+		return storage.KeyValue{}, err
+	}
+	if !s.enter() {
+		return storage.KeyValue{}, storage.ErrClosed
+	}
+	defer s.leave()
+	s.histMu.RLock()
+	defer s.histMu.RUnlock()
+	rev, err := s.readRevision(revision)
+	if err != nil {
+		return storage.KeyValue{}, err
+	}
+	txn := s.db.NewTransactionAt(uint64(rev), false)
+	defer txn.Discard()
+	item, err := txn.Get(dataKey(key))
+	if errors.Is(err, bdb.ErrKeyNotFound) {
+		return storage.KeyValue{}, fmt.Errorf("get %q at revision %d: %w", key, rev, storage.ErrNotFound)
+	}
+	if err != nil {
+		return storage.KeyValue{}, fmt.Errorf("get %q at revision %d: %w", key, rev, err)
+	}
+	kv, err := readItem(txn, item, bytes.Clone(key), false)
+	if err != nil {
+		return storage.KeyValue{}, fmt.Errorf("get %q at revision %d: %w", key, rev, err)
+	}
+	return kv, nil
+}
+
+// List returns a page of the keys under opts.Prefix as of one snapshot.
+// Remaining is exact: the rest of the snapshot is counted with a key-only
+// iteration.
+func (s *Store) List(ctx context.Context, opts storage.ListOptions) (storage.ListResult, error) {
+	if err := ctx.Err(); err != nil {
+		return storage.ListResult{}, err
+	}
+	switch {
+	case len(opts.Prefix) == 0:
+		return storage.ListResult{}, fmt.Errorf("list: empty prefix: %w", storage.ErrInvalid)
+	case opts.StartKey != nil && !bytes.HasPrefix(opts.StartKey, opts.Prefix):
+		return storage.ListResult{}, fmt.Errorf("list: start key %q is not under prefix %q: %w",
+			opts.StartKey, opts.Prefix, storage.ErrInvalid)
+	case opts.Limit < 0:
+		return storage.ListResult{}, fmt.Errorf("list: negative limit %d: %w", opts.Limit, storage.ErrInvalid)
+	}
+	if !s.enter() {
+		return storage.ListResult{}, storage.ErrClosed
+	}
+	defer s.leave()
+	s.histMu.RLock()
+	defer s.histMu.RUnlock()
+	rev, err := s.readRevision(opts.Revision)
+	if err != nil {
+		return storage.ListResult{}, err
+	}
+
+	txn := s.db.NewTransactionAt(uint64(rev), false)
+	defer txn.Discard()
+	prefix := dataKey(opts.Prefix)
+	it := txn.NewIterator(bdb.IteratorOptions{Prefix: prefix})
+	defer it.Close()
+	start := prefix
+	if opts.StartKey != nil {
+		start = dataKey(opts.StartKey)
+	}
+
+	res := storage.ListResult{Revision: rev}
+	n := 0
+	for it.Seek(start); it.Valid(); it.Next() {
+		if n++; n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return storage.ListResult{}, err
+			}
+		}
+		item := it.Item()
+		if opts.Limit > 0 && int64(len(res.Items)) == opts.Limit {
+			if !res.More {
+				res.More = true
+				res.NextKey = item.KeyCopy(nil)[1:]
+			}
+			res.Remaining++
+			continue
+		}
+		key := item.KeyCopy(nil)[1:]
+		kv, err := readItem(txn, item, key, opts.KeysOnly)
+		if err != nil {
+			return storage.ListResult{}, fmt.Errorf("list %q at revision %d: %w", opts.Prefix, rev, err)
+		}
+		res.Items = append(res.Items, kv)
+	}
+	return res, nil
+}
+
+// readItem decodes the data item of key read in txn, including the value's
+// chunks unless keysOnly.
+func readItem(txn *bdb.Txn, item *bdb.Item, key []byte, keysOnly bool) (storage.KeyValue, error) {
+	kv := storage.KeyValue{Key: key, Revision: int64(item.Version())}
+	if keysOnly {
+		err := item.Value(func(v []byte) error {
+			h, err := decodeData(v)
+			kv.CreateRevision = h.createRev
+			return err
+		})
+		return kv, err
+	}
+	v, err := item.ValueCopy(nil)
+	if err != nil {
+		return kv, err
+	}
+	h, err := decodeData(v)
+	if err != nil {
+		return kv, err
+	}
+	kv.CreateRevision = h.createRev
+	kv.Value, err = readParts(txn, key, item.Version(), h)
+	return kv, err
+}
+
+// readParts returns the whole value described by h, reading chunks 1..n-1
+// of key from txn; each must carry the data item's version.
+func readParts(txn *bdb.Txn, key []byte, version uint64, h dataHeader) ([]byte, error) {
+	if h.parts == 1 {
+		return h.part0, nil
+	}
+	value := make([]byte, 0, h.parts*chunkSize)
+	value = append(value, h.part0...)
+	for i := 1; i < h.parts; i++ {
+		item, err := txn.Get(chunkKey(key, i))
+		if err != nil {
+			return nil, fmt.Errorf("read chunk %d of %d: %w", i, h.parts, err)
+		}
+		if item.Version() != version {
+			return nil, fmt.Errorf("chunk %d has revision %d, want %d", i, item.Version(), version)
+		}
+		if err := item.Value(func(v []byte) error {
+			value = append(value, v...)
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("read chunk %d of %d: %w", i, h.parts, err)
+		}
+	}
+	return value, nil
+}

@@ -1,0 +1,222 @@
+package storagetest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/kapi-dev/kapi/storage"
+)
+
+var listTests = []test{
+	{name: "ListPrefix", fn: testListPrefix},
+	{name: "ListPaging", fn: testListPaging},
+	{name: "ListSnapshotIsolation", fn: testListSnapshotIsolation},
+}
+
+func listKey(i int) string { return fmt.Sprintf("list/k%03d", i) }
+
+func testListPrefix(t *testing.T, s *suite) {
+	st := s.open(t)
+	// Neighbours that share a textual prefix but are not under "list/".
+	for _, k := range []string{"lis", "list", "list0/x", "lisu/x", "k"} {
+		create(t, st, k, "outside")
+	}
+	var revs []int64
+	for i := range 5 {
+		revs = append(revs, create(t, st, listKey(i), fmt.Sprintf("v%d", i)))
+	}
+	r2b := update(t, st, listKey(2), "v2b", revs[2])
+	create(t, st, "list/", "the prefix itself")
+	cur := current(t, st)
+
+	res := list(t, st, storage.ListOptions{Prefix: []byte("list/")})
+	want := []string{"list/", listKey(0), listKey(1), listKey(2), listKey(3), listKey(4)}
+	if got := keys(res.Items); !equalStrings(got, want) {
+		t.Fatalf("List keys = %q, want %q", got, want)
+	}
+	if res.Revision != cur || res.More || res.Remaining != 0 || res.NextKey != nil {
+		t.Fatalf("List = revision %d more %v remaining %d next %q; want revision %d and nothing more",
+			res.Revision, res.More, res.Remaining, res.NextKey, cur)
+	}
+	checkKV(t, "listed updated item", res.Items[3], storage.KeyValue{Key: []byte(listKey(2)), Value: []byte("v2b"),
+		Revision: r2b, CreateRevision: revs[2]})
+	checkKV(t, "listed item", res.Items[1], storage.KeyValue{Key: []byte(listKey(0)), Value: []byte("v0"),
+		Revision: revs[0], CreateRevision: revs[0]})
+
+	// KeysOnly leaves values out but keeps revisions.
+	ko := list(t, st, storage.ListOptions{Prefix: []byte("list/"), KeysOnly: true})
+	if got := keys(ko.Items); !equalStrings(got, want) {
+		t.Fatalf("KeysOnly keys = %q, want %q", got, want)
+	}
+	for i, it := range ko.Items {
+		if it.Value != nil || it.Revision != res.Items[i].Revision || it.CreateRevision != res.Items[i].CreateRevision {
+			t.Fatalf("KeysOnly item %d = %s, want no value and revisions of %s", i, fmtKV(it), fmtKV(res.Items[i]))
+		}
+	}
+
+	// StartKey is inclusive, and need not exist.
+	from := list(t, st, storage.ListOptions{Prefix: []byte("list/"), StartKey: []byte(listKey(2))})
+	if got := keys(from.Items); !equalStrings(got, want[3:]) {
+		t.Fatalf("List from %q = %q, want %q", listKey(2), got, want[3:])
+	}
+	from = list(t, st, storage.ListOptions{Prefix: []byte("list/"), StartKey: []byte("list/k0015")})
+	if got := keys(from.Items); !equalStrings(got, want[3:]) {
+		t.Fatalf("List from a missing start key = %q, want %q", got, want[3:])
+	}
+
+	// An empty prefix range.
+	empty := list(t, st, storage.ListOptions{Prefix: []byte("nothing/"), Limit: 10})
+	if len(empty.Items) != 0 || empty.More || empty.Remaining != 0 || empty.Revision != cur {
+		t.Fatalf("List of an empty range = %+v", empty)
+	}
+	// A limit above the count.
+	all := list(t, st, storage.ListOptions{Prefix: []byte("list/"), Limit: 100})
+	if len(all.Items) != len(want) || all.More || all.Remaining != 0 {
+		t.Fatalf("List with a large limit: %d items more %v remaining %d", len(all.Items), all.More, all.Remaining)
+	}
+	// A prefix of 0xff bytes (no PrefixEnd).
+	ff := []byte{0xff, 0xff}
+	if _, err := st.Create(t.Context(), append(ff, 'a'), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if res := list(t, st, storage.ListOptions{Prefix: ff}); len(res.Items) != 1 {
+		t.Fatalf("List under 0xffff = %d items, want 1", len(res.Items))
+	}
+}
+
+func keys(items []storage.KeyValue) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = string(it.Key)
+	}
+	return out
+}
+
+func (s *suite) checkRemaining(t *testing.T, what string, got, want int64) {
+	t.Helper()
+	if got == want || (s.cfg.approxRemains && got == -1) {
+		return
+	}
+	t.Errorf("%s: Remaining = %d, want %d", what, got, want)
+}
+
+func testListPaging(t *testing.T, s *suite) {
+	st := s.open(t)
+	const n = 25
+	for i := range n {
+		create(t, st, listKey(i), fmt.Sprintf("v%d", i))
+	}
+	create(t, st, "list0", "outside")
+	full := list(t, st, storage.ListOptions{Prefix: []byte("list/")})
+	if len(full.Items) != n {
+		t.Fatalf("full list: %d items, want %d", len(full.Items), n)
+	}
+
+	for _, limit := range []int64{1, 7, 24, 25} {
+		var got []storage.KeyValue
+		opts := storage.ListOptions{Prefix: []byte("list/"), Limit: limit}
+		var rev int64
+		for page := 1; ; page++ {
+			res := list(t, st, opts)
+			if page == 1 {
+				rev = res.Revision
+			} else if res.Revision != rev {
+				t.Fatalf("limit %d page %d: revision %d, want the first page's %d", limit, page, res.Revision, rev)
+			}
+			if int64(len(res.Items)) > limit {
+				t.Fatalf("limit %d page %d: %d items", limit, page, len(res.Items))
+			}
+			got = append(got, res.Items...)
+			left := int64(n - len(got))
+			if res.More != (left > 0) {
+				t.Fatalf("limit %d page %d: More = %v with %d left", limit, page, res.More, left)
+			}
+			s.checkRemaining(t, fmt.Sprintf("limit %d page %d", limit, page), res.Remaining, left)
+			if !res.More {
+				if res.NextKey != nil {
+					t.Errorf("limit %d last page: NextKey %q", limit, res.NextKey)
+				}
+				break
+			}
+			if want := full.Items[len(got)].Key; !bytes.Equal(res.NextKey, want) {
+				t.Fatalf("limit %d page %d: NextKey %q, want %q", limit, page, res.NextKey, want)
+			}
+			opts.StartKey, opts.Revision = res.NextKey, res.Revision
+		}
+		if len(got) != n {
+			t.Fatalf("limit %d: %d items in all pages, want %d", limit, len(got), n)
+		}
+		for i := range got {
+			checkKV(t, fmt.Sprintf("limit %d item %d", limit, i), got[i], full.Items[i])
+		}
+	}
+}
+
+// testListSnapshotIsolation pages through a list at the first page's
+// revision while other writers change the listed range.
+func testListSnapshotIsolation(t *testing.T, s *suite) {
+	st := s.open(t)
+	const n = 30
+	revs := make([]int64, n)
+	for i := range n {
+		revs[i] = create(t, st, listKey(i), fmt.Sprintf("v%d", i))
+	}
+	first := list(t, st, storage.ListOptions{Prefix: []byte("list/"), Limit: 10})
+	s.checkRemaining(t, "page 1", first.Remaining, n-10)
+
+	// Changes after the first page: update and delete keys on later pages,
+	// delete one of the first page, create keys inside the range.
+	update(t, st, listKey(15), "changed", revs[15])
+	del(t, st, listKey(25), 0)
+	del(t, st, listKey(5), 0)
+	create(t, st, "list/k0125", "new") // between k012 and k013
+	create(t, st, "list/k999", "new at the end")
+
+	// And keep writing while the pages are read.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			k := []byte(listKey(i % n))
+			if _, err := st.Update(t.Context(), k, []byte(fmt.Sprintf("busy%d", i)), 0); err != nil &&
+				!errors.Is(err, storage.ErrNotFound) {
+				t.Errorf("background update: %v", err)
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); wg.Wait() }()
+
+	got := append([]storage.KeyValue(nil), first.Items...)
+	opts := storage.ListOptions{Prefix: []byte("list/"), Limit: 10, StartKey: first.NextKey, Revision: first.Revision}
+	for page := 2; ; page++ {
+		res := list(t, st, opts)
+		if res.Revision != first.Revision {
+			t.Fatalf("page %d revision %d, want %d", page, res.Revision, first.Revision)
+		}
+		got = append(got, res.Items...)
+		s.checkRemaining(t, fmt.Sprintf("page %d", page), res.Remaining, int64(n-len(got)))
+		if !res.More {
+			break
+		}
+		opts.StartKey = res.NextKey
+	}
+	if len(got) != n {
+		t.Fatalf("snapshot pages hold %d items (%q), want %d", len(got), keys(got), n)
+	}
+	for i := range n {
+		checkKV(t, fmt.Sprintf("snapshot item %d", i), got[i], storage.KeyValue{Key: []byte(listKey(i)),
+			Value: []byte(fmt.Sprintf("v%d", i)), Revision: revs[i], CreateRevision: revs[i]})
+	}
+}
+

@@ -1,0 +1,210 @@
+package storagetest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/kapi-dev/kapi/storage"
+)
+
+var watchTests = []test{
+	{name: "WatchLive", fn: testWatchLive},
+	{name: "WatchResumeFromEveryRevision", fn: testWatchResume},
+	{name: "WatchFromFuture", fn: testWatchFromFuture},
+	{name: "WatchCancel", fn: testWatchCancel},
+	{name: "WatchProgress", fn: testWatchProgress},
+}
+
+func testWatchLive(t *testing.T, s *suite) {
+	st := s.open(t)
+	rb := create(t, st, "w/before", "x") // before the watch: not delivered
+	ch := watch(t, st, storage.WatchOptions{Prefix: []byte("w/")})
+
+	r1 := create(t, st, "w/a", "a1")
+	create(t, st, "wx/a", "outside")   // shares a textual prefix
+	create(t, st, "other/a", "outside") // another prefix
+	r2 := update(t, st, "w/a", "a2", r1)
+	_, r3 := del(t, st, "w/a", r2)
+	r4 := create(t, st, "w/", "the prefix itself")
+	_, r5 := del(t, st, "w/before", 0)
+	r6 := create(t, st, "w/a", "a3")
+
+	s.expectEvents(t, "live watch", ch, []storage.Event{
+		putEvent("w/a", "a1", r1, "", 0, r1),
+		putEvent("w/a", "a2", r2, "a1", r1, r1),
+		deleteEvent("w/a", r3, "a2", r2, r1),
+		putEvent("w/", "the prefix itself", r4, "", 0, r4),
+		deleteEvent("w/before", r5, "x", rb, rb),
+		putEvent("w/a", "a3", r6, "", 0, r6),
+	})
+}
+
+// script is a sequence of writes under a prefix with its expected events.
+type script struct {
+	first, last int64 // revision before the first and of the last write
+	events      []storage.Event
+}
+
+// runScript performs creates, updates and deletes over a few keys, with
+// writes under other prefixes in between, and returns the expected events
+// under prefix.
+func runScript(t *testing.T, st storage.Store, prefix string, steps int) script {
+	t.Helper()
+	type state struct {
+		value        string
+		rev, created int64
+	}
+	live := map[string]*state{}
+	sc := script{first: current(t, st)}
+	for i := range steps {
+		key := fmt.Sprintf("%sk%d", prefix, i%4)
+		if i%5 == 2 {
+			create(t, st, fmt.Sprintf("%s-other/%d", prefix, i), "noise")
+		}
+		cur, ok := live[key]
+		switch {
+		case !ok:
+			v := fmt.Sprintf("c%d", i)
+			rev := create(t, st, key, v)
+			live[key] = &state{v, rev, rev}
+			sc.events = append(sc.events, putEvent(key, v, rev, "", 0, rev))
+		case i%3 == 0:
+			_, rev := del(t, st, key, cur.rev)
+			delete(live, key)
+			sc.events = append(sc.events, deleteEvent(key, rev, cur.value, cur.rev, cur.created))
+		default:
+			v := fmt.Sprintf("u%d", i)
+			rev := update(t, st, key, v, cur.rev)
+			sc.events = append(sc.events, putEvent(key, v, rev, cur.value, cur.rev, cur.created))
+			live[key] = &state{v, rev, cur.created}
+		}
+	}
+	sc.last = current(t, st)
+	return sc
+}
+
+// after returns the script's events with a revision above rev.
+func (sc script) after(rev int64) []storage.Event {
+	for i, e := range sc.events {
+		if e.Revision > rev {
+			return sc.events[i:]
+		}
+	}
+	return nil
+}
+
+// testWatchResume starts a watch from every revision of a scripted history
+// and checks each gets exactly the events after its revision, then continues
+// live.
+func testWatchResume(t *testing.T, s *suite) {
+	st := s.open(t)
+	create(t, st, "res/k0", "before") // history before the script
+	del(t, st, "res/k0", 0)
+	sc := runScript(t, st, "res/", 40)
+
+	chans := map[int64]<-chan storage.Event{}
+	for from := sc.first; from <= sc.last; from++ {
+		chans[from] = watch(t, st, storage.WatchOptions{Prefix: []byte("res/"), FromRevision: from})
+	}
+	sentinel := create(t, st, "res/sentinel", "live")
+	for from := sc.first; from <= sc.last; from++ {
+		want := append(sc.after(from), putEvent("res/sentinel", "live", sentinel, "", 0, sentinel))
+		s.expectEvents(t, fmt.Sprintf("watch from %d", from), chans[from], want)
+	}
+}
+
+func testWatchFromFuture(t *testing.T, s *suite) {
+	st := s.open(t)
+	create(t, st, "fw/x", "x")
+	cur := current(t, st)
+	ch := watch(t, st, storage.WatchOptions{Prefix: []byte("fw/"), FromRevision: cur + 3})
+	var revs []int64
+	for i := range 6 {
+		revs = append(revs, create(t, st, fmt.Sprintf("fw/k%d", i), "v"))
+	}
+	var want []storage.Event
+	for i, r := range revs {
+		if r > cur+3 {
+			want = append(want, putEvent(fmt.Sprintf("fw/k%d", i), "v", r, "", 0, r))
+		}
+	}
+	if len(want) == 0 {
+		t.Fatalf("test setup: no revision above %d in %v", cur+3, revs)
+	}
+	s.expectEvents(t, "watch from a future revision", ch, want)
+}
+
+func testWatchCancel(t *testing.T, s *suite) {
+	st := s.open(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	ch, err := st.Watch(ctx, storage.WatchOptions{Prefix: []byte("wc/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := create(t, st, "wc/a", "1")
+	if ev := s.next(t, ch); ev.Revision != r {
+		t.Fatalf("first event %s, want revision %d", fmtEvent(ev), r)
+	}
+	cancel()
+	deadline := time.After(s.cfg.timeout)
+	for {
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				goto closed
+			}
+		case <-deadline:
+			t.Fatal("watch channel not closed after its context was cancelled")
+		}
+	}
+closed:
+	// The store is unaffected.
+	create(t, st, "wc/b", "2")
+	if _, err := st.Watch(ctx, storage.WatchOptions{Prefix: []byte("wc/")}); err == nil {
+		t.Fatal("Watch with a cancelled context succeeded")
+	}
+}
+
+// testWatchProgress checks progress events: they arrive without changes
+// under the prefix, and their revision advances past unrelated writes.
+func testWatchProgress(t *testing.T, s *suite) {
+	st := s.open(t)
+	create(t, st, "pg/a", "1")
+	start := current(t, st)
+	ch := watch(t, st, storage.WatchOptions{Prefix: []byte("pg/"), ProgressInterval: 20 * time.Millisecond})
+
+	waitProgress := func(atLeast int64) int64 {
+		t.Helper()
+		deadline := time.After(s.cfg.timeout)
+		for {
+			select {
+			case ev, ok := <-ch:
+				if !ok {
+					t.Fatal("watch closed")
+				}
+				if ev.Type != storage.EventProgress {
+					t.Fatalf("unexpected event %s while waiting for progress", fmtEvent(ev))
+				}
+				if cur := current(t, st); ev.Revision > cur || ev.Revision < start {
+					t.Fatalf("progress revision %d outside [%d, %d]", ev.Revision, start, cur)
+				}
+				if ev.Revision >= atLeast {
+					return ev.Revision
+				}
+			case <-deadline:
+				t.Fatalf("no progress event at revision >= %d within %v", atLeast, s.cfg.timeout)
+			}
+		}
+	}
+	waitProgress(start)
+	other := create(t, st, "pgx/unrelated", "x")
+	p := waitProgress(other)
+	if p < other {
+		t.Fatalf("progress %d below the unrelated write %d", p, other)
+	}
+	r := create(t, st, "pg/b", "2")
+	ev := s.next(t, ch)
+	checkEvent(t, "event after progress", ev, putEvent("pg/b", "2", r, "", 0, r))
+}
