@@ -209,12 +209,12 @@ func TestWidgetLifecycle(t *testing.T) {
 
 	// Schema validation: 422 with causes on the fields.
 	for body, field := range map[string]string{
-		`{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"bad1"},"spec":{"size":-1}}`:                                         "spec.size",
-		`{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"bad2"},"spec":{"color":"red"}}`:                                     "spec.size",
-		`{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"bad3"},"spec":{"size":"big"}}`:                                      "spec.size",
-		`{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"bad4"},"spec":{"size":1,"tags":["a","a"]}}`:                         "spec.tags[1]",
+		`{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"bad1"},"spec":{"size":-1}}`:                                                      "spec.size",
+		`{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"bad2"},"spec":{"color":"red"}}`:                                                  "spec.size",
+		`{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"bad3"},"spec":{"size":"big"}}`:                                                   "spec.size",
+		`{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"bad4"},"spec":{"size":1,"tags":["a","a"]}}`:                                      "spec.tags[1]",
 		`{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"bad5"},"spec":{"size":1,"ports":[{"name":"a","port":1},{"name":"a","port":2}]}}`: "spec.ports[1]",
-		`{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"bad6"}}`:                                                            "spec",
+		`{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"bad6"}}`:                                                                         "spec",
 	} {
 		st := do(t, ts, "POST", wdPath, body).status(t, 422, meta.StatusReasonInvalid)
 		found := false

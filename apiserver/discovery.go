@@ -37,15 +37,15 @@ type documents struct {
 	// groupVersions: every served group version, core first.
 	groups []groupInfo
 	// resourceLists: APIResourceList JSON per group version string.
-	resourceLists map[string][]byte
-	aggregatedAPI []byte // APIGroupDiscoveryList for /api
-	aggregatedAPIs []byte // APIGroupDiscoveryList for /apis
-	groupList []byte // APIGroupList for /apis
-	groupDocs map[string][]byte // APIGroup per group
-	apiVersions []byte
-	openAPIV3 map[string][]byte // "api/v1", "apis/g/v" -> document
+	resourceLists  map[string][]byte
+	aggregatedAPI  []byte            // APIGroupDiscoveryList for /api
+	aggregatedAPIs []byte            // APIGroupDiscoveryList for /apis
+	groupList      []byte            // APIGroupList for /apis
+	groupDocs      map[string][]byte // APIGroup per group
+	apiVersions    []byte
+	openAPIV3      map[string][]byte // "api/v1", "apis/g/v" -> document
 	openAPIV3Index []byte
-	openAPIV2 []byte
+	openAPIV2      []byte
 }
 
 type groupInfo struct {

@@ -133,8 +133,8 @@ func TestOpenAPI(t *testing.T) {
 	}
 	r := do(t, ts, "GET", entry["serverRelativeURL"].(string), "")
 	var doc struct {
-		OpenAPI string
-		Paths   map[string]map[string]json.RawMessage
+		OpenAPI    string
+		Paths      map[string]map[string]json.RawMessage
 		Components struct {
 			Schemas map[string]map[string]any
 		}

@@ -124,10 +124,10 @@ func metaDefinitions(ref func(string) string) map[string]any {
 				"managedFields": map[string]any{"type": "array", "description": "ManagedFields maps workflow-id and version to the set of fields that are managed by that workflow.",
 					"items": map[string]any{"type": "object", "properties": map[string]any{
 						"manager": str("Manager is an identifier of the workflow managing these fields."), "operation": str("Operation is the type of operation which lead to this ManagedFieldsEntry being created."),
-						"apiVersion": str("APIVersion defines the version of this resource that this field set applies to."),
-						"time":       map[string]any{"type": "string", "format": "date-time", "description": "Time is the timestamp of when the ManagedFields entry was added."},
-						"fieldsType": str("FieldsType is the discriminator for the different fields format and version."),
-						"fieldsV1":   map[string]any{"type": "object", "description": "FieldsV1 holds the first JSON version format as described in the \"FieldsV1\" type."},
+						"apiVersion":  str("APIVersion defines the version of this resource that this field set applies to."),
+						"time":        map[string]any{"type": "string", "format": "date-time", "description": "Time is the timestamp of when the ManagedFields entry was added."},
+						"fieldsType":  str("FieldsType is the discriminator for the different fields format and version."),
+						"fieldsV1":    map[string]any{"type": "object", "description": "FieldsV1 holds the first JSON version format as described in the \"FieldsV1\" type."},
 						"subresource": str("Subresource is the name of the subresource used to update that object."),
 					}}},
 			},
@@ -456,4 +456,3 @@ func (s *Server) serveOpenAPIV3(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveOpenAPIV2(w http.ResponseWriter, r *http.Request) {
 	s.writeRaw(w, r, http.StatusOK, s.documents().openAPIV2)
 }
-

@@ -1,8 +1,8 @@
 package apiserver
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"

@@ -12,7 +12,7 @@ import (
 // ForType returns res with its schema derived from the Go type T (json tags,
 // plus kapi:"..." markers; see package schema) when res.Schema is nil. The
 // type should embed meta.TypeMeta and have a `Metadata meta.ObjectMeta
-// \`json:"metadata"\`` field.
+// \`json:"metadata"\“ field.
 func ForType[T any](res Resource) (Resource, error) {
 	if res.Schema == nil {
 		s, err := schema.For[T]()
