@@ -137,7 +137,7 @@ func TestCreateErrors(t *testing.T) {
 		{"cluster type under a namespace", "GET", "/api/v1/namespaces/default/namespaces/x", "", nil, 404, meta.StatusReasonNotFound, ""},
 		{"not acceptable", "GET", cmPath, "", []string{"Accept", "application/vnd.kubernetes.protobuf"}, 406, meta.StatusReasonNotAcceptable, ""},
 		{"bad label selector", "GET", cmPath + "?labelSelector=a%20in%20(", "", nil, 400, meta.StatusReasonBadRequest, ""},
-		{"unsupported field selector", "GET", cmPath + "?fieldSelector=data.k%3Dv", "", nil, 400, meta.StatusReasonBadRequest, "field label not supported"},
+		{"unsupported field selector", "GET", cmPath + "?fieldSelector=data.k%3Dv", "", nil, 400, meta.StatusReasonBadRequest, `"data.k" is not a known field selector: only "metadata.name", "metadata.namespace"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -58,6 +58,7 @@ func newTestServer(t testing.TB) (*Server, *httptest.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { api.Close() })
 	for _, res := range []registry.Resource{registry.ConfigMaps(), widgetResource(t)} {
 		if err := api.Register(res); err != nil {
 			t.Fatal(err)

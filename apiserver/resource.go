@@ -94,6 +94,12 @@ func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, st *re
 		default:
 			s.writeError(w, r, meta.NewMethodNotAllowed(r.Method, ""))
 		}
+	case info.Subresource == "finalize" && res.Group == "" && res.Resource == "namespaces":
+		if r.Method != http.MethodPut {
+			s.writeError(w, r, meta.NewMethodNotAllowed(r.Method, ""))
+			return
+		}
+		s.handleUpdate(w, r, st, info)
 	default:
 		s.writeError(w, r, meta.NewNotFoundPath())
 	}
@@ -199,7 +205,7 @@ func (s *Server) listOptions(q url.Values, st *registry.Store) (registry.ListOpt
 		}
 		for _, req := range sel.Requirements() {
 			if !st.SupportsField(req.Field) {
-				return opts, meta.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
+				return opts, meta.NewBadRequest(fmt.Sprintf("%q is not a known field selector: only %s", req.Field, st.SelectableFieldList()))
 			}
 		}
 		opts.Fields = sel
@@ -324,13 +330,32 @@ func (s *Server) deleteOptions(r *http.Request) (registry.DeleteOptions, error) 
 		return opts, err
 	}
 	opts.DryRun = wo.DryRun
+	q := r.URL.Query()
+	opts.PropagationPolicy = q.Get("propagationPolicy")
+	if v := q.Get("gracePeriodSeconds"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return opts, meta.NewBadRequest(fmt.Sprintf("invalid gracePeriodSeconds %q", v))
+		}
+		opts.GracePeriodSeconds = &n
+	}
+	if v := q.Get("orphanDependents"); v != "" && opts.PropagationPolicy == "" {
+		if isTrue(v) {
+			opts.PropagationPolicy = registry.PropagationOrphan
+		} else {
+			opts.PropagationPolicy = registry.PropagationBackground
+		}
+	}
 	if body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.cfg.MaxRequestBodyBytes)); err != nil {
 		return opts, meta.NewRequestEntityTooLarge("the request body is too large")
 	} else if len(bytes.TrimSpace(body)) > 0 {
 		var do struct {
-			Kind          string   `json:"kind"`
-			DryRun        []string `json:"dryRun"`
-			Preconditions *struct {
+			Kind               string   `json:"kind"`
+			DryRun             []string `json:"dryRun"`
+			PropagationPolicy  *string  `json:"propagationPolicy"`
+			GracePeriodSeconds *int64   `json:"gracePeriodSeconds"`
+			OrphanDependents   *bool    `json:"orphanDependents"`
+			Preconditions      *struct {
 				UID             *string `json:"uid"`
 				ResourceVersion *string `json:"resourceVersion"`
 			} `json:"preconditions"`
@@ -343,6 +368,17 @@ func (s *Server) deleteOptions(r *http.Request) (registry.DeleteOptions, error) 
 				return opts, meta.NewInvalidOptions("DeleteOptions", meta.ErrorList{meta.NotSupported(meta.NewPath("dryRun"), v, []string{"All"})})
 			}
 			opts.DryRun = true
+		}
+		if do.PropagationPolicy != nil {
+			opts.PropagationPolicy = *do.PropagationPolicy
+		} else if do.OrphanDependents != nil {
+			opts.PropagationPolicy = registry.PropagationBackground
+			if *do.OrphanDependents {
+				opts.PropagationPolicy = registry.PropagationOrphan
+			}
+		}
+		if do.GracePeriodSeconds != nil {
+			opts.GracePeriodSeconds = do.GracePeriodSeconds
 		}
 		if p := do.Preconditions; p != nil {
 			if p.UID != nil {
@@ -365,6 +401,11 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request, st *regist
 	res, err := st.Delete(r.Context(), info.Namespace, info.Name, opts)
 	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	if res.Pending {
+		// Held by finalizers: kube-apiserver answers with the object.
+		s.writeRaw(w, r, http.StatusOK, res.JSON)
 		return
 	}
 	rs := st.Resource()

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -44,6 +45,12 @@ type Config struct {
 	Version VersionInfo
 	// DefaultNamespaces are created at start when missing. Default: "default".
 	DefaultNamespaces []string
+	// DisableControllers turns off the in-process controllers (namespace
+	// cleanup and garbage collection), e.g. where another instance runs them.
+	DisableControllers bool
+	// ControllerResync is how often the controllers re-examine everything
+	// even without changes. Default 30s.
+	ControllerResync time.Duration
 }
 
 // VersionInfo is the body of /version.
@@ -68,6 +75,9 @@ type Server struct {
 
 	docsMu sync.Mutex
 	docs   *documents // discovery and OpenAPI documents, rebuilt on change
+
+	stopControllers context.CancelFunc
+	controllersDone chan struct{}
 }
 
 // New returns a Server over cfg.Storage serving core v1 namespaces, with the
@@ -88,7 +98,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.DefaultNamespaces == nil {
 		cfg.DefaultNamespaces = []string{"default"}
 	}
-	reg, err := registry.New(registry.Config{Storage: cfg.Storage, KeyPrefix: cfg.KeyPrefix, Logger: cfg.Logger})
+	reg, err := registry.New(registry.Config{Storage: cfg.Storage, KeyPrefix: cfg.KeyPrefix, Logger: cfg.Logger, ControllerResync: cfg.ControllerResync})
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +111,26 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.router = s.routes()
+	if !cfg.DisableControllers {
+		cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		s.stopControllers = cancel
+		s.controllersDone = make(chan struct{})
+		go func() {
+			defer close(s.controllersDone)
+			reg.RunControllers(cctx)
+		}()
+	}
 	return s, nil
+}
+
+// Close stops the server's background controllers (namespace cleanup and
+// garbage collection). It does not close the storage, which the caller owns.
+func (s *Server) Close() error {
+	if s.stopControllers != nil {
+		s.stopControllers()
+		<-s.controllersDone
+	}
+	return nil
 }
 
 // Registry returns the registry of served types.

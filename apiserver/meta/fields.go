@@ -50,8 +50,8 @@ func ParseFieldSelector(selector string) (FieldSelector, error) {
 			return FieldSelector{}, fmt.Errorf("invalid selector: '%s'; can't understand '%s'", selector, term)
 		}
 		field = strings.TrimSpace(field)
-		if field == "" {
-			return FieldSelector{}, fmt.Errorf("invalid selector: '%s'; can't understand '%s': field name must not be empty", selector, term)
+		if field == "" || strings.HasSuffix(field, "!") {
+			return FieldSelector{}, fmt.Errorf("invalid selector: '%s'; can't understand '%s': invalid field name %q", selector, term, field)
 		}
 		value, err := UnescapeFieldValue(raw)
 		if err != nil {

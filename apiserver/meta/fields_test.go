@@ -27,7 +27,8 @@ func TestParseFieldSelector(t *testing.T) {
 
 		{in: "a", err: "invalid selector: 'a'; can't understand 'a'"},
 		{in: "a=1,b", err: "can't understand 'b'"},
-		{in: "=x", err: "field name must not be empty"},
+		{in: "=x", err: `invalid field name ""`},
+		{in: "a! =x", err: `invalid field name "a!"`},
 		{in: `a=x\y`, err: `invalid field selector: invalid escape sequence: \y`},
 		{in: `a=x\`, err: `invalid escape sequence: \`},
 		{in: "a=x=y", err: "invalid field selector: unescaped character in value: ="},

@@ -57,11 +57,57 @@ func Namespaces() Resource {
 					obj["spec"] = spec
 				}
 				if _, ok := spec["finalizers"]; !ok {
-					spec["finalizers"] = []any{"kubernetes"}
+					spec["finalizers"] = []any{NamespaceFinalizer}
 				}
+				setNamespaceNameLabel(obj)
+			},
+			PrepareForUpdate: func(_ context.Context, obj, old Object) {
+				// spec.finalizers changes only through /finalize, status only
+				// through /status.
+				fins, _, _ := meta.NestedSlice(old, "spec", "finalizers")
+				spec, _ := obj["spec"].(map[string]any)
+				if spec == nil {
+					spec = map[string]any{}
+					obj["spec"] = spec
+				}
+				if fins != nil {
+					spec["finalizers"] = fins
+				} else {
+					delete(spec, "finalizers")
+				}
+				setNamespaceNameLabel(obj)
+			},
+			PrepareForDelete: func(_ context.Context, obj Object) {
+				status, _ := obj["status"].(map[string]any)
+				if status == nil {
+					status = map[string]any{}
+					obj["status"] = status
+				}
+				status["phase"] = "Terminating"
+			},
+			PendingFinalization: func(obj Object) bool {
+				fins, _, _ := meta.NestedSlice(obj, "spec", "finalizers")
+				return len(fins) > 0
 			},
 		},
 	}
+}
+
+// NamespaceFinalizer is the spec finalizer of every namespace: the namespace
+// controller removes it once the namespace is empty.
+const NamespaceFinalizer = "kubernetes"
+
+// namespaceNameLabel is the label Kubernetes puts on every namespace.
+const namespaceNameLabel = "kubernetes.io/metadata.name"
+
+func setNamespaceNameLabel(obj Object) {
+	md, _ := obj["metadata"].(map[string]any)
+	labels, _ := md["labels"].(map[string]any)
+	if labels == nil {
+		labels = map[string]any{}
+		md["labels"] = labels
+	}
+	labels[namespaceNameLabel] = md["name"]
 }
 
 // ConfigMaps returns the core v1 configmaps resource, with Kubernetes'

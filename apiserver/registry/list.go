@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"strconv"
 	"strings"
 
 	"github.com/kapi-dev/kapi/apiserver/meta"
@@ -223,6 +224,16 @@ func (s *Store) selectable(field string) bool {
 		}
 	}
 	return false
+}
+
+// SelectableFieldList renders the fields a field selector may use, quoted
+// and comma-separated, for error messages.
+func (s *Store) SelectableFieldList() string {
+	fields := []string{`"metadata.name"`, `"metadata.namespace"`}
+	for _, f := range s.res.SelectableFields {
+		fields = append(fields, strconv.Quote(f[1:]))
+	}
+	return strings.Join(fields, ", ")
 }
 
 // SupportsField reports whether field may be used in a field selector.

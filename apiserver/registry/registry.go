@@ -1,7 +1,9 @@
 package registry
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,6 +31,13 @@ type Config struct {
 	// FutureRevisionWait is how long a read at a resourceVersion newer than
 	// the store's waits before a 504. Default 3s, as kube-apiserver.
 	FutureRevisionWait time.Duration
+	// ControllerResync is how often the in-process controllers (namespace
+	// cleanup, garbage collection) look at everything again even without a
+	// change. Default 30s.
+	ControllerResync time.Duration
+	// ControllerRetry is how soon a controller looks again at work that is
+	// waiting for finalizers. Default 1s.
+	ControllerRetry time.Duration
 	// MaxObjectSize limits the encoded size of one object (413 beyond).
 	// Default 1.5 MiB, as etcd's default request limit in Kubernetes.
 	MaxObjectSize int
@@ -65,6 +74,12 @@ func New(cfg Config) (*Registry, error) {
 	if cfg.FutureRevisionWait <= 0 {
 		cfg.FutureRevisionWait = 3 * time.Second
 	}
+	if cfg.ControllerResync <= 0 {
+		cfg.ControllerResync = 30 * time.Second
+	}
+	if cfg.ControllerRetry <= 0 {
+		cfg.ControllerRetry = time.Second
+	}
 	if cfg.MaxObjectSize <= 0 {
 		cfg.MaxObjectSize = 3 << 19
 	}
@@ -78,6 +93,9 @@ func (r *Registry) Register(res Resource) error {
 		return err
 	}
 	gvr := meta.GroupVersionResource{Group: res.Group, Version: res.Version, Resource: res.Resource}
+	if err := r.recordType(&res); err != nil {
+		return err
+	}
 	r.mu.Lock()
 	for other, st := range r.stores {
 		if other == gvr || other.Group != res.Group || other.Version != res.Version {
@@ -114,6 +132,73 @@ func (r *Registry) Unregister(gvr meta.GroupVersionResource) error {
 		l()
 	}
 	return nil
+}
+
+// typesPrefix is where the registry records, under its key prefix, every
+// type it has served, so that the namespace controller knows which storage
+// prefixes hold namespaced objects even for types not registered (yet) in
+// this process.
+const typesPrefix = "_kapi/types/"
+
+type typeRecord struct {
+	Group      string `json:"group"`
+	Resource   string `json:"resource"`
+	Kind       string `json:"kind"`
+	Namespaced bool   `json:"namespaced"`
+}
+
+func (r *Registry) recordType(res *Resource) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	group := res.Group
+	if group == "" {
+		group = "core"
+	}
+	key := []byte(r.cfg.KeyPrefix + typesPrefix + group + "/" + res.Resource)
+	val, _ := json.Marshal(typeRecord{Group: res.Group, Resource: res.Resource, Kind: res.Kind, Namespaced: res.Namespaced})
+	for {
+		kv, err := r.cfg.Storage.Get(ctx, key, 0)
+		switch {
+		case errors.Is(err, storage.ErrNotFound):
+			_, err = r.cfg.Storage.Create(ctx, key, val)
+		case err == nil && !bytes.Equal(kv.Value, val):
+			_, err = r.cfg.Storage.Update(ctx, key, val, kv.Revision)
+		}
+		if errors.Is(err, storage.ErrAlreadyExists) || errors.Is(err, storage.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("registry: recording type %s: %w", res.GroupResource(), err)
+		}
+		return nil
+	}
+}
+
+// recordedTypes returns every type ever registered on this storage.
+func (r *Registry) recordedTypes(ctx context.Context) ([]typeRecord, error) {
+	page, err := r.cfg.Storage.List(ctx, storage.ListOptions{Prefix: []byte(r.cfg.KeyPrefix + typesPrefix)})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]typeRecord, 0, len(page.Items))
+	for _, kv := range page.Items {
+		var tr typeRecord
+		if err := json.Unmarshal(kv.Value, &tr); err != nil {
+			return nil, fmt.Errorf("registry: corrupt type record %q: %w", kv.Key, err)
+		}
+		out = append(out, tr)
+	}
+	return out, nil
+}
+
+// RunControllers runs the in-process controllers (namespace cleanup and
+// garbage collection) until ctx ends.
+func (r *Registry) RunControllers(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); r.runNamespaceController(ctx) }()
+	go func() { defer wg.Done(); r.runGarbageCollector(ctx) }()
+	wg.Wait()
 }
 
 // OnChange registers fn to be called after every Register or Unregister.
@@ -170,12 +255,25 @@ func (r *Registry) namespaceExists(ctx context.Context, ns string) error {
 	if !ok {
 		return nil
 	}
-	_, err := r.cfg.Storage.Get(ctx, st.key("", ns), 0)
+	kv, err := r.cfg.Storage.Get(ctx, st.key("", ns), 0)
 	if errors.Is(err, storage.ErrNotFound) {
 		return meta.NewNotFound(meta.GroupResource{Resource: "namespaces"}, ns)
 	}
 	if err != nil {
 		return storageError(err, st.res.GroupResource(), ns)
 	}
+	if bytes.Contains(kv.Value, []byte(`"deletionTimestamp":`)) {
+		obj, err := decodeStored(kv.Value, kv.Revision)
+		if err != nil {
+			return meta.NewInternalError(err)
+		}
+		if _, deleting := obj["metadata"].(map[string]any)["deletionTimestamp"]; deleting {
+			return errNamespaceTerminating
+		}
+	}
 	return nil
 }
+
+// errNamespaceTerminating marks a create refused because its namespace is
+// being deleted; the store turns it into kube-apiserver's 403.
+var errNamespaceTerminating = errors.New("namespace is terminating")

@@ -123,6 +123,13 @@ type Strategy struct {
 	Validate func(ctx context.Context, obj Object) meta.ErrorList
 	// ValidateUpdate checks an update beyond its schema.
 	ValidateUpdate func(ctx context.Context, obj, old Object) meta.ErrorList
+	// PrepareForDelete adjusts an object that starts waiting for its
+	// finalizers (it already has its deletionTimestamp).
+	PrepareForDelete func(ctx context.Context, obj Object)
+	// PendingFinalization reports that an object being deleted must wait for
+	// something besides metadata.finalizers (a namespace waits for its
+	// spec.finalizers).
+	PendingFinalization func(obj Object) bool
 }
 
 // GroupVersion returns the group version of the resource.
@@ -153,6 +160,9 @@ var (
 
 // complete fills defaults and checks the registration.
 func (r *Resource) complete() error {
+	if r.Group == "core" {
+		return fmt.Errorf(`registry: group "core" is reserved: the core group is ""`)
+	}
 	if r.Group != "" && (!groupRE.MatchString(r.Group) || len(r.Group) > 253) {
 		return fmt.Errorf("registry: invalid group %q", r.Group)
 	}

@@ -23,14 +23,10 @@ type Store struct {
 }
 
 func newStore(reg *Registry, res *Resource) *Store {
-	group := res.Group
-	if group == "" {
-		group = "core"
-	}
 	return &Store{
 		reg:    reg,
 		res:    res,
-		prefix: []byte(reg.cfg.KeyPrefix + group + "/" + res.Resource + "/"),
+		prefix: []byte(reg.cfg.KeyPrefix + groupDir(res.Group) + "/" + res.Resource + "/"),
 	}
 }
 
@@ -82,6 +78,9 @@ type Result struct {
 	Warnings []string
 	// Created reports whether a PUT created the object.
 	Created bool
+	// Pending reports, for a delete, that the object is still there waiting
+	// for its finalizers (JSON is then the object, not a Status).
+	Pending bool
 }
 
 // Get returns the object ns/name as JSON. resourceVersion follows the get
@@ -182,7 +181,11 @@ func (s *Store) Create(ctx context.Context, ns string, obj Object, opts WriteOpt
 		return nil, meta.NewBadRequest("resourceVersion should not be set on objects to be created")
 	}
 	if res.Namespaced {
-		if err := s.reg.namespaceExists(ctx, ns); err != nil {
+		if err := s.reg.namespaceExists(ctx, ns); errors.Is(err, errNamespaceTerminating) {
+			se := meta.NewForbidden(gr, name, fmt.Sprintf("unable to create new content in namespace %s because it is being terminated", ns))
+			se.Status.Details.Causes = []meta.StatusCause{{Type: "NamespaceTerminating", Message: fmt.Sprintf("namespace %s is being terminated", ns), Field: "metadata.namespace"}}
+			return nil, se
+		} else if err != nil {
 			return nil, err
 		}
 	}
@@ -282,7 +285,19 @@ func (s *Store) Update(ctx context.Context, ns, name string, obj Object, opts Wr
 			return nil, meta.NewInternalError(err)
 		}
 		var next Object
-		if opts.Subresource == "status" {
+		if opts.Subresource == "finalize" {
+			// A namespace's /finalize changes spec.finalizers only.
+			next = shallowCopyWithMeta(old)
+			spec, _ := next["spec"].(map[string]any)
+			spec = shallowCopy(spec)
+			fins, _, _ := meta.NestedSlice(obj, "spec", "finalizers")
+			if fins != nil {
+				spec["finalizers"] = fins
+			} else {
+				delete(spec, "finalizers")
+			}
+			next["spec"] = spec
+		} else if opts.Subresource == "status" {
 			// A status write changes .status only; everything else stays.
 			next = shallowCopyWithMeta(old)
 			if st, ok := obj["status"]; ok {
@@ -297,7 +312,11 @@ func (s *Store) Update(ctx context.Context, ns, name string, obj Object, opts Wr
 				h(ctx, next, old)
 			}
 		}
-		if errs := s.validate(ctx, next, old); len(errs) > 0 {
+		errs := checkFinalizersOnUpdate(next, old)
+		if len(errs) == 0 {
+			errs = s.validate(ctx, next, old)
+		}
+		if len(errs) > 0 {
 			return nil, meta.NewInvalid(res.GroupVersionKind(), name, errs)
 		}
 		enc, err := encodeStored(next)
@@ -318,7 +337,14 @@ func (s *Store) Update(ctx context.Context, ns, name string, obj Object, opts Wr
 			setRV(next, cur.Revision)
 			return &Result{JSON: so.appendJSON(nil, cur.Revision, true), Object: next, Warnings: warnings}, nil
 		}
-		rev, err := st.Update(ctx, key, enc, cur.Revision)
+		var rev int64
+		if s.finished(next) {
+			// The last finalizer of an object being deleted is gone: the
+			// object goes, and watchers see it deleted.
+			_, rev, err = st.Delete(ctx, key, cur.Revision)
+		} else {
+			rev, err = st.Update(ctx, key, enc, cur.Revision)
+		}
 		if errors.Is(err, storage.ErrConflict) && expected == 0 {
 			continue // unconditional update: retry on the newer object
 		}
@@ -352,65 +378,6 @@ func (s *Store) prepareUpdate(obj, old Object) {
 	if !s.res.Options.NoGeneration && !equalIgnoring(obj, old, "metadata", "status") {
 		md["generation"] = meta.GetGeneration(old) + 1
 	}
-}
-
-// Delete removes the object ns/name and returns it as it was last stored.
-func (s *Store) Delete(ctx context.Context, ns, name string, opts DeleteOptions) (*Result, error) {
-	gr := s.res.GroupResource()
-	st := s.reg.cfg.Storage
-	key := s.key(ns, name)
-	for {
-		cur, err := st.Get(ctx, key, 0)
-		if err != nil {
-			return nil, storageError(err, gr, name)
-		}
-		so, err := parseStored(cur.Value)
-		if err != nil {
-			return nil, meta.NewInternalError(err)
-		}
-		obj, err := decodeObject(so.appendJSON(nil, cur.Revision, true))
-		if err != nil {
-			return nil, meta.NewInternalError(err)
-		}
-		if err := opts.check(gr, name, obj); err != nil {
-			return nil, err
-		}
-		if opts.DryRun {
-			return &Result{JSON: so.appendJSON(nil, cur.Revision, true), Object: obj}, nil
-		}
-		_, _, err = st.Delete(ctx, key, cur.Revision)
-		if errors.Is(err, storage.ErrConflict) {
-			continue
-		}
-		if err != nil {
-			return nil, storageError(err, gr, name)
-		}
-		return &Result{JSON: so.appendJSON(nil, cur.Revision, true), Object: obj}, nil
-	}
-}
-
-// DeleteOptions are the options of a delete.
-type DeleteOptions struct {
-	DryRun bool
-	// PreconditionUID, when set, must equal the object's uid (409 otherwise).
-	PreconditionUID string
-	// PreconditionResourceVersion, when set, must equal the object's
-	// resourceVersion (409 otherwise).
-	PreconditionResourceVersion string
-}
-
-func (o DeleteOptions) check(gr meta.GroupResource, name string, obj Object) error {
-	if o.PreconditionUID != "" {
-		if uid := meta.GetUID(obj); uid != o.PreconditionUID {
-			return meta.NewConflict(gr, name, fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", o.PreconditionUID, uid))
-		}
-	}
-	if o.PreconditionResourceVersion != "" {
-		if rv := meta.GetResourceVersion(obj); rv != o.PreconditionResourceVersion {
-			return meta.NewConflict(gr, name, fmt.Sprintf("Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s", o.PreconditionResourceVersion, rv))
-		}
-	}
-	return nil
 }
 
 // checkTypeMeta verifies kind and apiVersion of a request body and fills them
@@ -550,6 +517,14 @@ func shallowCopyWithMeta(obj Object) Object {
 			m[k] = v
 		}
 		out["metadata"] = m
+	}
+	return out
+}
+
+func shallowCopy(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m)+1)
+	for k, v := range m {
+		out[k] = v
 	}
 	return out
 }

@@ -192,13 +192,13 @@ func (c *checker) checkValues(s *Schema, p *meta.Path) {
 		noEnum.Enum = nil
 		for i, e := range s.Enum {
 			for _, err := range Validate(e, noEnum) {
-				c.add(meta.Invalid(p.Child("enum").Index(i), e, err.ErrorBody()))
+				c.add(meta.Invalid(p.Child("enum").Index(i), e, nestedMessage(err)))
 			}
 		}
 	}
 	if s.Default != nil {
 		for _, err := range Validate(s.Default, s) {
-			c.add(meta.Invalid(p.Child("default"), s.Default, err.ErrorBody()))
+			c.add(meta.Invalid(p.Child("default"), s.Default, nestedMessage(err)))
 		}
 		cp := meta.DeepCopy(s.Default)
 		var pr pruner
@@ -207,4 +207,15 @@ func (c *checker) checkValues(s *Schema, p *meta.Path) {
 			c.add(meta.Invalid(p.Child("default"), s.Default, fmt.Sprintf("must not have unknown fields, found %q", f)))
 		}
 	}
+}
+
+// nestedMessage renders an error found inside an enum value or a default.
+func nestedMessage(e *meta.FieldError) string {
+	if e.Detail != "" && (e.Type == meta.CauseTypeFieldValueInvalid || e.Type == meta.CauseTypeTypeInvalid) {
+		return e.Detail
+	}
+	if e.Field == "" {
+		return e.ErrorBody()
+	}
+	return e.Error()
 }

@@ -43,7 +43,9 @@ func For[T any]() (*Schema, error) {
 //     comma-separated markers (see below).
 //
 // A field is required only when marked so (not because it lacks omitempty,
-// following Kubernetes' convention). Markers, in the kapi tag:
+// following Kubernetes' convention). Nothing is nullable unless marked: a
+// nil slice, map or pointer without omitempty encodes as null, which Default
+// removes (as Kubernetes does), so run Default before Validate. Markers, in the kapi tag:
 //
 //	required, optional, nullable,
 //	enum=a|b|c, default=<value>, format=<f>, type=<t>,
@@ -569,7 +571,7 @@ func applyMarker(s *Schema, m marker) error {
 	case "patchMergeKey":
 		s.XPatchMergeKey = m.value
 	case "enum":
-		for _, v := range strings.Split(m.value, "|") {
+		for _, v := range splitAlternatives(m.value) {
 			x, err := parseValue(s, v)
 			if err != nil {
 				return err
@@ -592,6 +594,28 @@ func applyMarker(s *Schema, m marker) error {
 		s.Default = x
 	}
 	return err
+}
+
+// splitAlternatives splits an enum marker value on "|" outside JSON string
+// literals, so that "a|b"|c is two values.
+func splitAlternatives(v string) []string {
+	var out []string
+	start, inQuote, escaped := 0, false, false
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case escaped:
+			escaped = false
+		case inQuote && c == '\\':
+			escaped = true
+		case c == '"' && (inQuote || i == start):
+			inQuote = !inQuote
+		case c == '|' && !inQuote:
+			out = append(out, v[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, v[start:])
 }
 
 func withoutEnum(s *Schema) *Schema {

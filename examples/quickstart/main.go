@@ -67,6 +67,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	defer api.Close()
 	wd, err := widgets()
 	if err != nil {
 		return err

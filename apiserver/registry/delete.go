@@ -1,0 +1,245 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/storage"
+)
+
+// Finalizers the library itself manages, as Kubernetes names them.
+const (
+	// FinalizerOrphan makes the garbage collector remove the owner
+	// references to the object from its dependents before it goes.
+	FinalizerOrphan = "orphan"
+	// FinalizerForeground makes the garbage collector delete the object's
+	// dependents before it goes.
+	FinalizerForeground = "foregroundDeletion"
+)
+
+// Propagation policies of a delete.
+const (
+	PropagationOrphan     = "Orphan"
+	PropagationBackground = "Background"
+	PropagationForeground = "Foreground"
+)
+
+// DeleteOptions are the options of a delete.
+type DeleteOptions struct {
+	DryRun bool
+	// PreconditionUID, when set, must equal the object's uid (409 otherwise).
+	PreconditionUID string
+	// PreconditionResourceVersion, when set, must equal the object's
+	// resourceVersion (409 otherwise).
+	PreconditionResourceVersion string
+	// PropagationPolicy is Orphan, Background (the default) or Foreground.
+	PropagationPolicy string
+	// GracePeriodSeconds, when set, is recorded as the object's
+	// deletionGracePeriodSeconds if the delete has to wait for finalizers.
+	// kapi's types have no graceful termination of their own, so any value
+	// means "as soon as the finalizers are done".
+	GracePeriodSeconds *int64
+}
+
+// Delete deletes the object ns/name. An object without finalizers is removed
+// at once and Result.Pending is false. An object with finalizers (or whose
+// propagation policy adds one) gets a deletionTimestamp and stays until its
+// last finalizer is removed; Result.Pending is then true and Result.JSON is
+// the object as it now is. Deleting an object that is already being deleted
+// changes nothing and answers like the first delete.
+func (s *Store) Delete(ctx context.Context, ns, name string, opts DeleteOptions) (*Result, error) {
+	gr := s.res.GroupResource()
+	switch opts.PropagationPolicy {
+	case "", PropagationOrphan, PropagationBackground, PropagationForeground:
+	default:
+		return nil, meta.NewInvalidOptions("DeleteOptions", meta.ErrorList{meta.NotSupported(meta.NewPath("propagationPolicy"), opts.PropagationPolicy,
+			[]string{PropagationForeground, PropagationBackground, PropagationOrphan})})
+	}
+	if opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds < 0 {
+		return nil, meta.NewInvalidOptions("DeleteOptions", meta.ErrorList{meta.Invalid(meta.NewPath("gracePeriodSeconds"), *opts.GracePeriodSeconds, "must be greater than or equal to 0")})
+	}
+	st := s.reg.cfg.Storage
+	key := s.key(ns, name)
+	for {
+		cur, err := st.Get(ctx, key, 0)
+		if err != nil {
+			return nil, storageError(err, gr, name)
+		}
+		so, err := parseStored(cur.Value)
+		if err != nil {
+			return nil, meta.NewInternalError(err)
+		}
+		obj, err := decodeObject(so.appendJSON(nil, cur.Revision, true))
+		if err != nil {
+			return nil, meta.NewInternalError(err)
+		}
+		if err := opts.check(gr, name, obj); err != nil {
+			return nil, err
+		}
+		md := obj["metadata"].(map[string]any)
+		if _, deleting := md["deletionTimestamp"]; deleting {
+			// Already being deleted: a later delete may only ask for the
+			// orphan or foreground behaviour it did not ask for before.
+			changed := false
+			fins := meta.GetFinalizers(obj)
+			switch opts.PropagationPolicy {
+			case PropagationOrphan:
+				fins, changed = addFinalizer(fins, FinalizerOrphan)
+			case PropagationForeground:
+				fins, changed = addFinalizer(fins, FinalizerForeground)
+			}
+			if !changed || opts.DryRun {
+				return &Result{JSON: so.appendJSON(nil, cur.Revision, true), Object: obj, Pending: true}, nil
+			}
+			meta.SetFinalizers(obj, fins)
+			res, err := s.writeBack(ctx, key, obj, cur.Revision)
+			if errors.Is(err, storage.ErrConflict) {
+				continue
+			}
+			return res, err
+		}
+
+		fins := meta.GetFinalizers(obj)
+		switch opts.PropagationPolicy {
+		case PropagationOrphan:
+			fins, _ = addFinalizer(fins, FinalizerOrphan)
+		case PropagationForeground:
+			fins, _ = addFinalizer(fins, FinalizerForeground)
+		}
+		pending := len(fins) > 0 || (s.res.Strategy.PendingFinalization != nil && s.res.Strategy.PendingFinalization(obj))
+		if !pending {
+			if opts.DryRun {
+				return &Result{JSON: so.appendJSON(nil, cur.Revision, true), Object: obj}, nil
+			}
+			_, _, err = st.Delete(ctx, key, cur.Revision)
+			if errors.Is(err, storage.ErrConflict) {
+				continue
+			}
+			if err != nil {
+				return nil, storageError(err, gr, name)
+			}
+			return &Result{JSON: so.appendJSON(nil, cur.Revision, true), Object: obj}, nil
+		}
+		// Graceful: mark the object and let its finalizers run.
+		meta.SetFinalizers(obj, fins)
+		md["deletionTimestamp"] = meta.NewTime(s.reg.cfg.Now()).UTC().Format(meta.TimeFormat)
+		grace := int64(0)
+		if opts.GracePeriodSeconds != nil {
+			grace = *opts.GracePeriodSeconds
+		}
+		md["deletionGracePeriodSeconds"] = grace
+		if !s.res.Options.NoGeneration {
+			md["generation"] = meta.GetGeneration(obj) + 1
+		}
+		if h := s.res.Strategy.PrepareForDelete; h != nil {
+			h(ctx, obj)
+		}
+		if opts.DryRun {
+			enc, err := encodeStored(obj)
+			if err != nil {
+				return nil, meta.NewInternalError(err)
+			}
+			so, _ := parseStored(enc)
+			return &Result{JSON: so.appendJSON(nil, cur.Revision, true), Object: obj, Pending: true}, nil
+		}
+		res, err := s.writeBack(ctx, key, obj, cur.Revision)
+		if errors.Is(err, storage.ErrConflict) {
+			continue
+		}
+		return res, err
+	}
+}
+
+// writeBack stores obj (read at revision rev) again, for the server's own
+// lifecycle changes. A storage conflict is returned as storage.ErrConflict so
+// that callers can retry.
+func (s *Store) writeBack(ctx context.Context, key []byte, obj Object, rev int64) (*Result, error) {
+	enc, err := encodeStored(obj)
+	if err != nil {
+		return nil, meta.NewInternalError(err)
+	}
+	newRev, err := s.reg.cfg.Storage.Update(ctx, key, enc, rev)
+	if err != nil {
+		if errors.Is(err, storage.ErrConflict) {
+			return nil, err
+		}
+		return nil, storageError(err, s.res.GroupResource(), meta.GetName(obj))
+	}
+	so, _ := parseStored(enc)
+	setRV(obj, newRev)
+	return &Result{JSON: so.appendJSON(nil, newRev, true), Object: obj, Pending: true}, nil
+}
+
+func addFinalizer(fins []string, f string) ([]string, bool) {
+	for _, x := range fins {
+		if x == f {
+			return fins, false
+		}
+	}
+	return append(fins, f), true
+}
+
+func (o DeleteOptions) check(gr meta.GroupResource, name string, obj Object) error {
+	if o.PreconditionUID != "" {
+		if uid := meta.GetUID(obj); uid != o.PreconditionUID {
+			return meta.NewConflict(gr, name, fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", o.PreconditionUID, uid))
+		}
+	}
+	if o.PreconditionResourceVersion != "" {
+		if rv := meta.GetResourceVersion(obj); rv != o.PreconditionResourceVersion {
+			return meta.NewConflict(gr, name, fmt.Sprintf("Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s", o.PreconditionResourceVersion, rv))
+		}
+	}
+	return nil
+}
+
+// checkFinalizersOnUpdate refuses finalizers added to an object that is
+// being deleted, as Kubernetes does.
+func checkFinalizersOnUpdate(obj, old Object) meta.ErrorList {
+	omd, _ := old["metadata"].(map[string]any)
+	if _, deleting := omd["deletionTimestamp"]; !deleting {
+		return nil
+	}
+	had := map[string]bool{}
+	for _, f := range meta.GetFinalizers(old) {
+		had[f] = true
+	}
+	var added []string
+	for _, f := range meta.GetFinalizers(obj) {
+		if !had[f] {
+			added = append(added, strconv.Quote(f))
+		}
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	return meta.ErrorList{meta.Forbidden(meta.NewPath("metadata", "finalizers"),
+		fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers []string{%s}", joinComma(added)))}
+}
+
+// finished reports whether an object being deleted has nothing left to wait
+// for and can be removed from storage.
+func (s *Store) finished(obj Object) bool {
+	md, _ := obj["metadata"].(map[string]any)
+	if _, deleting := md["deletionTimestamp"]; !deleting {
+		return false
+	}
+	if len(meta.GetFinalizers(obj)) > 0 {
+		return false
+	}
+	return s.res.Strategy.PendingFinalization == nil || !s.res.Strategy.PendingFinalization(obj)
+}
+
+func joinComma(list []string) string {
+	out := ""
+	for i, s := range list {
+		if i > 0 {
+			out += ", "
+		}
+		out += s
+	}
+	return out
+}

@@ -1,0 +1,448 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/storage"
+)
+
+// The garbage collector follows ownerReferences as Kubernetes' collector
+// does:
+//
+//   - Background: once every owner of an object is gone, the object is
+//     deleted; owners that are gone while others remain are dropped from the
+//     object's ownerReferences.
+//   - Foreground: an owner deleted with the foregroundDeletion finalizer has
+//     its dependents deleted; the finalizer is removed once no dependent with
+//     blockOwnerDeletion=true remains.
+//   - Orphan: an owner deleted with the orphan finalizer has its uid removed
+//     from every dependent's ownerReferences, then the finalizer removed.
+//
+// It keeps a graph of uids and owner references built from one consistent
+// list of everything under the registry's key prefix, then kept current by a
+// storage watch from that list's revision. Decisions are checked against
+// storage (by name and uid) before anything is deleted. After a restart the
+// graph is rebuilt from storage, so interrupted work finishes.
+
+type gcNode struct {
+	store      *Store
+	ns, name   string
+	owners     []gcOwner
+	finalizers []string
+	deleting   bool
+}
+
+type gcOwner struct {
+	APIVersion         string `json:"apiVersion"`
+	Kind               string `json:"kind"`
+	Name               string `json:"name"`
+	UID                string `json:"uid"`
+	BlockOwnerDeletion *bool  `json:"blockOwnerDeletion"`
+}
+
+type gcHead struct {
+	Metadata struct {
+		UID               string    `json:"uid"`
+		Name              string    `json:"name"`
+		Namespace         string    `json:"namespace"`
+		DeletionTimestamp *string   `json:"deletionTimestamp"`
+		Finalizers        []string  `json:"finalizers"`
+		OwnerReferences   []gcOwner `json:"ownerReferences"`
+	} `json:"metadata"`
+}
+
+type garbageCollector struct {
+	r          *Registry
+	nodes      map[string]*gcNode         // by uid
+	dependents map[string]map[string]bool // owner uid -> dependent uids
+	queue      map[string]bool            // uids to look at
+}
+
+func (r *Registry) runGarbageCollector(ctx context.Context) {
+	for ctx.Err() == nil {
+		gc := &garbageCollector{r: r}
+		err := gc.run(ctx)
+		if err == nil || ctx.Err() != nil || errors.Is(err, storage.ErrClosed) {
+			return
+		}
+		r.cfg.Logger.Warn("garbage collector restarting", "err", err)
+		if sleepCtx(ctx, int(r.cfg.ControllerRetry/time.Millisecond)) != nil {
+			return
+		}
+	}
+}
+
+// run builds the graph and processes changes until ctx ends or the watch
+// fails (the caller then starts again from a fresh list).
+func (gc *garbageCollector) run(ctx context.Context) error {
+	gc.nodes = map[string]*gcNode{}
+	gc.dependents = map[string]map[string]bool{}
+	gc.queue = map[string]bool{}
+	prefix := []byte(gc.r.cfg.KeyPrefix)
+	var rev int64
+	var start []byte
+	for {
+		page, err := gc.r.cfg.Storage.List(ctx, storage.ListOptions{Prefix: prefix, StartKey: start, Revision: rev, Limit: 1000})
+		if err != nil {
+			return err
+		}
+		rev = page.Revision
+		for _, kv := range page.Items {
+			gc.upsert(kv.Key, kv.Value)
+		}
+		if !page.More {
+			break
+		}
+		start = page.NextKey
+	}
+	for uid, n := range gc.nodes {
+		if len(n.owners) > 0 || n.deleting {
+			gc.queue[uid] = true
+		}
+	}
+	evs, err := gc.r.cfg.Storage.Watch(ctx, storage.WatchOptions{Prefix: prefix, FromRevision: rev})
+	if err != nil {
+		return err
+	}
+	retry := time.NewTimer(0)
+	defer retry.Stop()
+	for {
+		if len(gc.queue) > 0 {
+			gc.process(ctx)
+		}
+		var retryC <-chan time.Time
+		if len(gc.queue) > 0 {
+			retry.Reset(gc.r.cfg.ControllerRetry)
+			retryC = retry.C
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-retryC:
+		case ev, ok := <-evs:
+			if !ok {
+				return errors.New("storage watch ended")
+			}
+			if err := gc.apply(ev); err != nil {
+				return err
+			}
+			// Take every event already waiting before working.
+			for drained := false; !drained; {
+				select {
+				case ev, ok := <-evs:
+					if !ok {
+						return errors.New("storage watch ended")
+					}
+					if err := gc.apply(ev); err != nil {
+						return err
+					}
+				default:
+					drained = true
+				}
+			}
+		}
+	}
+}
+
+func (gc *garbageCollector) apply(ev storage.Event) error {
+	switch ev.Type {
+	case storage.EventError:
+		return ev.Err
+	case storage.EventPut:
+		gc.upsert(ev.Key, ev.Value)
+	case storage.EventDelete:
+		if ev.PrevValue != nil {
+			if h, ok := decodeHead(ev.PrevValue); ok {
+				gc.remove(h.Metadata.UID)
+			}
+		}
+	}
+	return nil
+}
+
+func decodeHead(value []byte) (gcHead, bool) {
+	so, err := parseStored(value)
+	if err != nil {
+		return gcHead{}, false
+	}
+	var h gcHead
+	if err := json.Unmarshal(so.json, &h); err != nil || h.Metadata.UID == "" {
+		return gcHead{}, false
+	}
+	return h, true
+}
+
+// upsert records the current state of one stored object.
+func (gc *garbageCollector) upsert(key, value []byte) {
+	st := gc.r.storeForKey(key)
+	if st == nil {
+		return
+	}
+	h, ok := decodeHead(value)
+	if !ok {
+		return
+	}
+	uid := h.Metadata.UID
+	if old := gc.nodes[uid]; old != nil {
+		for _, o := range old.owners {
+			delete(gc.dependents[o.UID], uid)
+		}
+	}
+	n := &gcNode{store: st, ns: h.Metadata.Namespace, name: h.Metadata.Name, owners: h.Metadata.OwnerReferences,
+		finalizers: h.Metadata.Finalizers, deleting: h.Metadata.DeletionTimestamp != nil}
+	gc.nodes[uid] = n
+	for _, o := range n.owners {
+		if gc.dependents[o.UID] == nil {
+			gc.dependents[o.UID] = map[string]bool{}
+		}
+		gc.dependents[o.UID][uid] = true
+	}
+	if len(n.owners) > 0 || (n.deleting && (contains(n.finalizers, FinalizerOrphan) || contains(n.finalizers, FinalizerForeground))) {
+		gc.queue[uid] = true
+	}
+}
+
+// remove forgets a deleted object and queues what depended on it.
+func (gc *garbageCollector) remove(uid string) {
+	n := gc.nodes[uid]
+	delete(gc.nodes, uid)
+	for dep := range gc.dependents[uid] {
+		gc.queue[dep] = true
+	}
+	if n != nil {
+		for _, o := range n.owners {
+			delete(gc.dependents[o.UID], uid)
+			if len(gc.dependents[o.UID]) == 0 {
+				delete(gc.dependents, o.UID)
+			}
+			gc.queue[o.UID] = true // a foreground owner may be done now
+		}
+	}
+}
+
+// process handles every queued uid once; failures stay queued.
+func (gc *garbageCollector) process(ctx context.Context) {
+	work := gc.queue
+	gc.queue = map[string]bool{}
+	for uid := range work {
+		if ctx.Err() != nil {
+			return
+		}
+		if err := gc.processOne(ctx, uid); err != nil {
+			gc.r.cfg.Logger.Debug("garbage collector will retry", "uid", uid, "err", err)
+			gc.queue[uid] = true
+		}
+	}
+}
+
+func (gc *garbageCollector) processOne(ctx context.Context, uid string) error {
+	n := gc.nodes[uid]
+	if n == nil {
+		return nil
+	}
+	if n.deleting {
+		if contains(n.finalizers, FinalizerOrphan) {
+			return gc.orphan(ctx, uid, n)
+		}
+		if contains(n.finalizers, FinalizerForeground) {
+			return gc.foreground(ctx, uid, n)
+		}
+		return nil
+	}
+	if len(n.owners) == 0 {
+		return nil
+	}
+	var gone, solid []gcOwner
+	for _, o := range n.owners {
+		exists, err := gc.ownerExists(ctx, n, o)
+		if err != nil {
+			return err
+		}
+		if exists {
+			solid = append(solid, o)
+		} else {
+			gone = append(gone, o)
+		}
+	}
+	switch {
+	case len(gone) == 0:
+		return nil
+	case len(solid) == 0:
+		_, err := n.store.Delete(ctx, n.ns, n.name, DeleteOptions{PreconditionUID: uid, PropagationPolicy: PropagationBackground})
+		return ignoreGone(err)
+	default:
+		drop := map[string]bool{}
+		for _, o := range gone {
+			drop[o.UID] = true
+		}
+		return gc.editObject(ctx, n, uid, func(obj Object) bool { return dropOwnerRefs(obj, drop) })
+	}
+}
+
+// ownerExists checks an owner reference against storage: the named object of
+// the referenced kind must exist with the referenced uid. Owners of kinds
+// that are not registered count as existing (nothing can be proven).
+func (gc *garbageCollector) ownerExists(ctx context.Context, n *gcNode, o gcOwner) (bool, error) {
+	st := gc.r.storeForKind(o.APIVersion, o.Kind)
+	if st == nil {
+		return true, nil
+	}
+	ns := ""
+	if st.res.Namespaced {
+		if n.ns == "" {
+			return false, nil // a cluster-scoped object cannot have a namespaced owner
+		}
+		ns = n.ns
+	}
+	obj, err := st.GetObject(ctx, ns, o.Name)
+	if meta.ReasonOf(err) == meta.StatusReasonNotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return meta.GetUID(obj) == o.UID, nil
+}
+
+// orphan removes the owner's uid from its dependents, then its finalizer.
+func (gc *garbageCollector) orphan(ctx context.Context, uid string, n *gcNode) error {
+	for dep := range gc.dependents[uid] {
+		d := gc.nodes[dep]
+		if d == nil {
+			continue
+		}
+		if err := gc.editObject(ctx, d, dep, func(obj Object) bool { return dropOwnerRefs(obj, map[string]bool{uid: true}) }); err != nil {
+			return err
+		}
+	}
+	return gc.editObject(ctx, n, uid, func(obj Object) bool { return removeFinalizer(obj, FinalizerOrphan) })
+}
+
+// foreground deletes the owner's dependents and removes its finalizer once
+// no blocking dependent is left.
+func (gc *garbageCollector) foreground(ctx context.Context, uid string, n *gcNode) error {
+	blocking := false
+	for dep := range gc.dependents[uid] {
+		d := gc.nodes[dep]
+		if d == nil {
+			continue
+		}
+		for _, o := range d.owners {
+			if o.UID == uid && o.BlockOwnerDeletion != nil && *o.BlockOwnerDeletion {
+				blocking = true
+			}
+		}
+		if !d.deleting {
+			if _, err := d.store.Delete(ctx, d.ns, d.name, DeleteOptions{PreconditionUID: dep, PropagationPolicy: PropagationForeground}); ignoreGone(err) != nil {
+				return err
+			}
+		}
+	}
+	if blocking {
+		return nil // the deletes above bring events that queue the owner again
+	}
+	return gc.editObject(ctx, n, uid, func(obj Object) bool { return removeFinalizer(obj, FinalizerForeground) })
+}
+
+// editObject applies edit to the current stored object (checked by uid) and
+// writes it back, retrying on conflicts.
+func (gc *garbageCollector) editObject(ctx context.Context, n *gcNode, uid string, edit func(Object) bool) error {
+	for attempt := 0; attempt < 5; attempt++ {
+		obj, err := n.store.GetObject(ctx, n.ns, n.name)
+		if err != nil {
+			return ignoreGone(err)
+		}
+		if meta.GetUID(obj) != uid || !edit(obj) {
+			return nil
+		}
+		_, err = n.store.Update(ctx, n.ns, n.name, obj, WriteOptions{FieldValidation: "Ignore"})
+		if meta.ReasonOf(err) == meta.StatusReasonConflict {
+			continue
+		}
+		return ignoreGone(err)
+	}
+	return errors.New("too many conflicts")
+}
+
+func ignoreGone(err error) error {
+	if meta.ReasonOf(err) == meta.StatusReasonNotFound {
+		return nil
+	}
+	return err
+}
+
+func dropOwnerRefs(obj Object, drop map[string]bool) bool {
+	md := obj["metadata"].(map[string]any)
+	refs, _ := md["ownerReferences"].([]any)
+	kept := make([]any, 0, len(refs))
+	for _, ref := range refs {
+		m, _ := ref.(map[string]any)
+		if uid, _ := m["uid"].(string); drop[uid] {
+			continue
+		}
+		kept = append(kept, ref)
+	}
+	if len(kept) == len(refs) {
+		return false
+	}
+	if len(kept) == 0 {
+		delete(md, "ownerReferences")
+	} else {
+		md["ownerReferences"] = kept
+	}
+	return true
+}
+
+func removeFinalizer(obj Object, f string) bool {
+	fins := meta.GetFinalizers(obj)
+	kept := make([]string, 0, len(fins))
+	for _, x := range fins {
+		if x != f {
+			kept = append(kept, x)
+		}
+	}
+	if len(kept) == len(fins) {
+		return false
+	}
+	meta.SetFinalizers(obj, kept)
+	return true
+}
+
+// storeForKey returns the store whose objects live under key.
+func (r *Registry) storeForKey(key []byte) *Store {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, st := range r.stores {
+		if bytes.HasPrefix(key, st.prefix) {
+			return st
+		}
+	}
+	return nil
+}
+
+// storeForKind returns the store serving apiVersion/kind (any version of the
+// group when that exact version is not served).
+func (r *Registry) storeForKind(apiVersion, kind string) *Store {
+	gv, ok := meta.ParseGroupVersion(apiVersion)
+	if !ok {
+		return nil
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var fallback *Store
+	for gvr, st := range r.stores {
+		if gvr.Group != gv.Group || st.res.Kind != kind {
+			continue
+		}
+		if gvr.Version == gv.Version {
+			return st
+		}
+		fallback = st
+	}
+	return fallback
+}
