@@ -208,6 +208,11 @@ func buildDocuments(resources []*registry.Resource) *documents {
 					legacy = append(legacy, apiResource{Name: r.Resource + "/status", Namespaced: r.Namespaced, Kind: r.Kind, Verbs: statusVerbs})
 					dr.Subresources = append(dr.Subresources, discoverySubresource{Subresource: "status", ResponseKind: kind, Verbs: statusVerbs})
 				}
+				if r.Subresources.Scale != nil {
+					legacy = append(legacy, apiResource{Name: r.Resource + "/scale", Namespaced: r.Namespaced, Group: "autoscaling", Version: "v1", Kind: "Scale", Verbs: statusVerbs})
+					dr.Subresources = append(dr.Subresources, discoverySubresource{Subresource: "scale",
+						ResponseKind: gvk{Group: "autoscaling", Version: "v1", Kind: "Scale"}, Verbs: statusVerbs})
+				}
 				dv.Resources = append(dv.Resources, dr)
 			}
 			list["resources"] = legacy

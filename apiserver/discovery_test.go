@@ -81,7 +81,7 @@ func TestDiscovery(t *testing.T) {
 		t.Fatalf("aggregated /apis: %s", r.body)
 	}
 	res := agg.Items[0].Versions[0].Resources[0]
-	if res.Resource != "widgets" || res.Scope != "Namespaced" || res.ResponseKind.Kind != "Widget" || len(res.Subresources) != 1 || res.Subresources[0].Subresource != "status" {
+	if res.Resource != "widgets" || res.Scope != "Namespaced" || res.ResponseKind.Kind != "Widget" || len(res.Subresources) != 2 || res.Subresources[0].Subresource != "status" || res.Subresources[1].Subresource != "scale" {
 		t.Fatalf("aggregated widgets: %+v", res)
 	}
 	r = do(t, ts, "GET", "/api", "", "Accept", accept)

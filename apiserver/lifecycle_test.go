@@ -226,3 +226,35 @@ func TestGarbageCollection(t *testing.T) {
 		t.Fatal("object owned by an unregistered kind was collected")
 	}
 }
+
+func TestScale(t *testing.T) {
+	_, ts := newTestServer(t)
+	do(t, ts, "POST", wdPath, `{"metadata":{"name":"s"},"spec":{"size":1,"replicas":2}}`)
+	if r := do(t, ts, "PATCH", wdPath+"/s/status", `{"status":{"replicas":2}}`, "Content-Type", "application/merge-patch+json"); r.code != 200 {
+		t.Fatalf("status patch: %d %s", r.code, r.body)
+	}
+	sc := do(t, ts, "GET", wdPath+"/s/scale", "").object(t)
+	if str(sc, "kind") != "Scale" || str(sc, "apiVersion") != "autoscaling/v1" || str(sc, "spec", "replicas") != "2" || str(sc, "status", "replicas") != "2" || str(sc, "metadata", "name") != "s" {
+		t.Fatalf("scale: %v", sc)
+	}
+	r := do(t, ts, "PATCH", wdPath+"/s/scale", `{"spec":{"replicas":5}}`, "Content-Type", "application/merge-patch+json")
+	if r.code != 200 || str(r.object(t), "spec", "replicas") != "5" {
+		t.Fatalf("scale patch: %d %s", r.code, r.body)
+	}
+	w := do(t, ts, "GET", wdPath+"/s", "").object(t)
+	if str(w, "spec", "replicas") != "5" || str(w, "metadata", "generation") != "2" {
+		t.Fatalf("widget after scale: %v", w)
+	}
+	r = do(t, ts, "PUT", wdPath+"/s/scale", fmt.Sprintf(`{"kind":"Scale","apiVersion":"autoscaling/v1","metadata":{"name":"s","resourceVersion":%q},"spec":{"replicas":1}}`, str(w, "metadata", "resourceVersion")))
+	if r.code != 200 || str(r.object(t), "spec", "replicas") != "1" {
+		t.Fatalf("scale put: %d %s", r.code, r.body)
+	}
+	do(t, ts, "PUT", wdPath+"/s/scale", fmt.Sprintf(`{"metadata":{"name":"s","resourceVersion":%q},"spec":{"replicas":3}}`, str(w, "metadata", "resourceVersion"))).status(t, 409, meta.StatusReasonConflict)
+	st := do(t, ts, "PATCH", wdPath+"/s/scale", `{"spec":{"replicas":-1}}`, "Content-Type", "application/merge-patch+json").status(t, 422, meta.StatusReasonInvalid)
+	if st.Details.Kind != "Scale" || st.Details.Causes[0].Field != "spec.replicas" {
+		t.Fatalf("negative scale: %+v", st)
+	}
+	do(t, ts, "POST", wdPath+"/s/scale", `{}`).status(t, 405, meta.StatusReasonMethodNotAllowed)
+	do(t, ts, "GET", cmPath+"/x/scale", "").status(t, 404, meta.StatusReasonNotFound)
+	do(t, ts, "GET", wdPath+"/missing/scale", "").status(t, 404, meta.StatusReasonNotFound)
+}

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,10 +28,42 @@ const (
 // another writer.
 const maxPatchRetries = 5
 
+// patchTarget is what a patch applies to: an object or a subresource view.
+type patchTarget struct {
+	// get returns the current state with its resourceVersion.
+	get func(ctx context.Context) (registry.Object, error)
+	// write stores the patched state; a resourceVersion in it is a
+	// precondition.
+	write func(ctx context.Context, obj registry.Object) ([]byte, []string, error)
+	gvk   meta.GroupVersionKind
+}
+
 // handlePatch applies a JSON patch or a JSON merge patch to the current
-// object and writes the result with the current resourceVersion as its
-// precondition, retrying when another write got in between.
+// object (or /status) and writes the result with the current resourceVersion
+// as its precondition, retrying when another write got in between.
 func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo) {
+	opts, err := writeOptions(r.URL.Query(), "PatchOptions")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	opts.Subresource = info.Subresource
+	s.patch(w, r, info.Name, patchTarget{
+		gvk: st.Resource().GroupVersionKind(),
+		get: func(ctx context.Context) (registry.Object, error) {
+			return st.GetObject(ctx, info.Namespace, info.Name)
+		},
+		write: func(ctx context.Context, obj registry.Object) ([]byte, []string, error) {
+			res, err := st.Update(ctx, info.Namespace, info.Name, obj, opts)
+			if err != nil {
+				return nil, nil, err
+			}
+			return res.JSON, res.Warnings, nil
+		},
+	})
+}
+
+func (s *Server) patch(w http.ResponseWriter, r *http.Request, name string, target patchTarget) {
 	ct := r.Header.Get("Content-Type")
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil {
@@ -43,18 +76,12 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request, st *registr
 		s.writeError(w, r, unsupportedPatch(mt))
 		return
 	}
-	opts, err := writeOptions(r.URL.Query(), "PatchOptions")
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	if f := r.URL.Query().Get("force"); f != "" {
 		s.writeError(w, r, meta.NewInvalidOptions("PatchOptions", meta.ErrorList{
 			meta.Forbidden(meta.NewPath("force"), "may not be specified for non-apply patch"),
 		}))
 		return
 	}
-	opts.Subresource = info.Subresource
 	patch, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.cfg.MaxRequestBodyBytes))
 	if err != nil {
 		s.writeError(w, r, meta.NewRequestEntityTooLarge("the request body is too large"))
@@ -70,9 +97,8 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request, st *registr
 		s.writeError(w, r, meta.NewBadRequest("error decoding patch: the patch is not valid JSON"))
 		return
 	}
-	res := st.Resource()
 	for attempt := 0; ; attempt++ {
-		cur, err := st.GetObject(r.Context(), info.Namespace, info.Name)
+		cur, err := target.get(r.Context())
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -87,18 +113,16 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request, st *registr
 		if mt == jsonPatchType {
 			patched, err = jp.Apply(curJSON)
 			if err != nil {
+				msg := fmt.Sprintf("the patch cannot be applied: %v", err)
 				if errors.Is(err, jsonpatch.ErrTestFailed) {
-					s.writeError(w, r, meta.NewInvalid(res.GroupVersionKind(), info.Name, meta.ErrorList{meta.Invalid(meta.NewPath("patch"), string(patch), err.Error())}))
-				} else {
-					s.writeError(w, r, meta.NewInvalid(res.GroupVersionKind(), info.Name, meta.ErrorList{meta.Invalid(meta.NewPath("patch"), string(patch), fmt.Sprintf("the patch cannot be applied: %v", err))}))
+					msg = err.Error()
 				}
+				s.writeError(w, r, meta.NewInvalid(target.gvk, name, meta.ErrorList{meta.Invalid(meta.NewPath("patch"), string(patch), msg)}))
 				return
 			}
-		} else {
-			if patched, err = jsonpatch.MergePatch(curJSON, patch); err != nil {
-				s.writeError(w, r, meta.NewBadRequest(fmt.Sprintf("error applying merge patch: %v", err)))
-				return
-			}
+		} else if patched, err = jsonpatch.MergePatch(curJSON, patch); err != nil {
+			s.writeError(w, r, meta.NewBadRequest(fmt.Sprintf("error applying merge patch: %v", err)))
+			return
 		}
 		v, _, err := codec.DecodeJSON(patched)
 		obj, ok := v.(map[string]any)
@@ -107,12 +131,12 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request, st *registr
 			return
 		}
 		// The patch may carry its own resourceVersion precondition; if not,
-		// the object read above is the precondition.
+		// the state read above is the precondition.
 		pinned := meta.GetResourceVersion(obj) != curRV
 		if !pinned {
 			meta.SetResourceVersion(obj, curRV)
 		}
-		result, err := st.Update(r.Context(), info.Namespace, info.Name, obj, opts)
+		body, warnings, err := target.write(r.Context(), obj)
 		if meta.ReasonOf(err) == meta.StatusReasonConflict && !pinned && attempt < maxPatchRetries {
 			continue
 		}
@@ -120,10 +144,10 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request, st *registr
 			s.writeError(w, r, err)
 			return
 		}
-		for _, warning := range result.Warnings {
+		for _, warning := range warnings {
 			addWarning(w, warning)
 		}
-		s.writeRaw(w, r, http.StatusOK, result.JSON)
+		s.writeRaw(w, r, http.StatusOK, body)
 		return
 	}
 }

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -94,6 +95,8 @@ func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, st *re
 		default:
 			s.writeError(w, r, meta.NewMethodNotAllowed(r.Method, ""))
 		}
+	case info.Subresource == "scale" && res.Subresources.Scale != nil:
+		s.serveScale(w, r, st, info)
 	case info.Subresource == "finalize" && res.Group == "" && res.Resource == "namespaces":
 		if r.Method != http.MethodPut {
 			s.writeError(w, r, meta.NewMethodNotAllowed(r.Method, ""))
@@ -476,4 +479,57 @@ func (s *Server) handleDeleteCollection(w http.ResponseWriter, r *http.Request, 
 	}
 	buf.WriteString("]}")
 	s.writeRaw(w, r, http.StatusOK, buf.Bytes())
+}
+
+// serveScale serves GET, PUT and PATCH on /scale (an autoscaling/v1 Scale).
+func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo) {
+	writeScale := func(ctx context.Context, obj registry.Object, opts registry.WriteOptions) ([]byte, []string, error) {
+		scale, err := st.UpdateScale(ctx, info.Namespace, info.Name, obj, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		b, err := json.Marshal(scale)
+		return b, nil, err
+	}
+	switch r.Method {
+	case http.MethodGet:
+		scale, err := st.GetScale(r.Context(), info.Namespace, info.Name)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.writeObject(w, r, http.StatusOK, scale)
+	case http.MethodPut:
+		opts, err := writeOptions(r.URL.Query(), "UpdateOptions")
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		obj, _, err := s.readBody(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		body, _, err := writeScale(r.Context(), obj, opts)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.writeRaw(w, r, http.StatusOK, body)
+	case http.MethodPatch:
+		opts, err := writeOptions(r.URL.Query(), "PatchOptions")
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.patch(w, r, info.Name, patchTarget{
+			gvk: registry.ScaleGroupVersionKind,
+			get: func(ctx context.Context) (registry.Object, error) { return st.GetScale(ctx, info.Namespace, info.Name) },
+			write: func(ctx context.Context, obj registry.Object) ([]byte, []string, error) {
+				return writeScale(ctx, obj, opts)
+			},
+		})
+	default:
+		s.writeError(w, r, meta.NewMethodNotAllowed(r.Method, ""))
+	}
 }

@@ -1,0 +1,109 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/kapi-dev/kapi/apiserver/meta"
+)
+
+// The scale subresource presents an object as an autoscaling/v1 Scale built
+// from the type's replica paths, and writes spec.replicas back through them.
+
+// ScaleGroupVersionKind is the kind of the /scale subresource.
+var ScaleGroupVersionKind = meta.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
+
+// GetScale returns the Scale of the object ns/name.
+func (s *Store) GetScale(ctx context.Context, ns, name string) (Object, error) {
+	sc := s.res.Subresources.Scale
+	if sc == nil {
+		return nil, meta.NewNotFoundPath()
+	}
+	obj, err := s.GetObject(ctx, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	return s.scaleOf(obj), nil
+}
+
+func (s *Store) scaleOf(obj Object) Object {
+	sc := s.res.Subresources.Scale
+	md := obj["metadata"].(map[string]any)
+	smd := map[string]any{}
+	for _, k := range []string{"name", "namespace", "uid", "resourceVersion", "creationTimestamp"} {
+		if v, ok := md[k]; ok {
+			smd[k] = v
+		}
+	}
+	spec := map[string]any{}
+	if v, ok := lookupPath(obj, splitPath(sc.SpecReplicasPath)); ok {
+		spec["replicas"] = v
+	}
+	status := map[string]any{"replicas": int64(0)}
+	if v, ok := lookupPath(obj, splitPath(sc.StatusReplicasPath)); ok {
+		status["replicas"] = v
+	}
+	if sc.LabelSelectorPath != "" {
+		if v, ok := lookupPath(obj, splitPath(sc.LabelSelectorPath)); ok {
+			if str, ok := v.(string); ok {
+				status["selector"] = str
+			}
+		}
+	}
+	return Object{"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": smd, "spec": spec, "status": status}
+}
+
+// UpdateScale sets the object's desired replicas from a Scale. A
+// resourceVersion in the Scale is a precondition on the object.
+func (s *Store) UpdateScale(ctx context.Context, ns, name string, scale Object, opts WriteOptions) (Object, error) {
+	sc := s.res.Subresources.Scale
+	if sc == nil {
+		return nil, meta.NewNotFoundPath()
+	}
+	if k, _ := scale["kind"].(string); k != "" && k != "Scale" {
+		return nil, meta.NewBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (Scale)", k))
+	}
+	replicas, ok := meta.AsInt64(nestedValue(scale, "spec", "replicas"))
+	if !ok {
+		return nil, meta.NewInvalid(ScaleGroupVersionKind, name, meta.ErrorList{meta.Required(meta.NewPath("spec", "replicas"), "must be an integer")})
+	}
+	if replicas < 0 {
+		return nil, meta.NewInvalid(ScaleGroupVersionKind, name, meta.ErrorList{meta.Invalid(meta.NewPath("spec", "replicas"), replicas, "must be greater than or equal to 0")})
+	}
+	rv, _ := nestedValue(scale, "metadata", "resourceVersion").(string)
+	for attempt := 0; ; attempt++ {
+		obj, err := s.GetObject(ctx, ns, name)
+		if err != nil {
+			return nil, err
+		}
+		if rv != "" {
+			if meta.GetResourceVersion(obj) != rv {
+				return nil, meta.NewConflict(s.res.GroupResource(), name, meta.ConflictModified)
+			}
+		}
+		if err := meta.SetNested(obj, replicas, splitPath(sc.SpecReplicasPath)...); err != nil {
+			return nil, meta.NewInternalError(err)
+		}
+		res, err := s.Update(ctx, ns, name, obj, WriteOptions{DryRun: opts.DryRun, FieldValidation: "Ignore"})
+		if meta.ReasonOf(err) == meta.StatusReasonConflict && rv == "" && attempt < 5 {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if res.Object == nil {
+			if res.Object, err = decodeObject(res.JSON); err != nil {
+				return nil, meta.NewInternalError(err)
+			}
+		}
+		return s.scaleOf(res.Object), nil
+	}
+}
+
+func splitPath(p string) []string { return strings.Split(strings.TrimPrefix(p, "."), ".") }
+
+func nestedValue(obj Object, path ...string) any {
+	v, _ := lookupPath(obj, path)
+	return v
+}
