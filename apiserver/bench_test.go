@@ -26,7 +26,7 @@ func benchServer(b *testing.B) *Server {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { store.Close() })
-	api, err := New(context.Background(), Config{Storage: store})
+	api, err := New(context.Background(), Config{Storage: store, AllowAnonymous: true})
 	if err != nil {
 		b.Fatal(err)
 	}

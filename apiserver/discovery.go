@@ -141,7 +141,21 @@ func storageVersionHash(r *registry.Resource) string {
 	return base64.StdEncoding.EncodeToString(sum[:8])
 }
 
+// ssarResource describes authorization.k8s.io/v1 selfsubjectaccessreviews,
+// which the server itself serves (create only) from its authorizer.
+func ssarResource() *registry.Resource {
+	return &registry.Resource{Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectaccessreviews",
+		Singular: "selfsubjectaccessreview", Kind: "SelfSubjectAccessReview", ListKind: "SelfSubjectAccessReviewList"}
+}
+
+func isSSAR(r *registry.Resource) bool {
+	return r.Group == "authorization.k8s.io" && r.Resource == "selfsubjectaccessreviews"
+}
+
 func verbsOf(r *registry.Resource) []string {
+	if isSSAR(r) {
+		return []string{"create"}
+	}
 	verbs := append([]string{}, resourceVerbs...)
 	if r.Resource != "namespaces" {
 		verbs = append(verbs, "deletecollection")
@@ -152,6 +166,8 @@ func verbsOf(r *registry.Resource) []string {
 
 func buildDocuments(resources []*registry.Resource) *documents {
 	d := &documents{resourceLists: map[string][]byte{}, groupDocs: map[string][]byte{}}
+	stored := resources
+	resources = append(append([]*registry.Resource{}, resources...), ssarResource())
 	byGV := map[string][]*registry.Resource{}
 	var gvOrder []meta.GroupVersion
 	for _, r := range resources {
@@ -190,11 +206,14 @@ func buildDocuments(resources []*registry.Resource) *documents {
 			var legacy []apiResource
 			dv := discoveryVersion{Version: v, Freshness: "Current", Resources: []discoveryResource{}}
 			for _, r := range byGV[gv.String()] {
-				legacy = append(legacy, apiResource{
+				ar := apiResource{
 					Name: r.Resource, SingularName: r.Singular, Namespaced: r.Namespaced, Kind: r.Kind,
 					Verbs: verbsOf(r), ShortNames: r.ShortNames, Categories: r.Categories,
-					StorageVersionHash: storageVersionHash(r),
-				})
+				}
+				if !isSSAR(r) {
+					ar.StorageVersionHash = storageVersionHash(r)
+				}
+				legacy = append(legacy, ar)
 				scope := "Cluster"
 				if r.Namespaced {
 					scope = "Namespaced"
@@ -249,7 +268,11 @@ func buildDocuments(resources []*registry.Resource) *documents {
 		groupList = []apiGroup{}
 	}
 	d.groupList, _ = json.Marshal(map[string]any{"kind": "APIGroupList", "apiVersion": "v1", "groups": groupList})
-	d.buildOpenAPI(resources, byGV)
+	storedByGV := map[string][]*registry.Resource{}
+	for _, r := range stored {
+		storedByGV[r.GroupVersion().String()] = append(storedByGV[r.GroupVersion().String()], r)
+	}
+	d.buildOpenAPI(stored, storedByGV)
 	return d
 }
 

@@ -77,10 +77,13 @@ func TestDiscovery(t *testing.T) {
 	if err := json.Unmarshal(r.body, &agg); err != nil {
 		t.Fatal(err)
 	}
-	if agg.Kind != "APIGroupDiscoveryList" || len(agg.Items) != 1 || agg.Items[0].Metadata.Name != "example.dev" {
+	if agg.Kind != "APIGroupDiscoveryList" || len(agg.Items) != 2 || agg.Items[0].Metadata.Name != "authorization.k8s.io" || agg.Items[1].Metadata.Name != "example.dev" {
 		t.Fatalf("aggregated /apis: %s", r.body)
 	}
-	res := agg.Items[0].Versions[0].Resources[0]
+	if ssar := agg.Items[0].Versions[0].Resources[0]; ssar.Resource != "selfsubjectaccessreviews" || strings.Join(ssar.Verbs, ",") != "create" {
+		t.Fatalf("selfsubjectaccessreviews discovery: %+v", ssar)
+	}
+	res := agg.Items[1].Versions[0].Resources[0]
 	if res.Resource != "widgets" || res.Scope != "Namespaced" || res.ResponseKind.Kind != "Widget" || len(res.Subresources) != 2 || res.Subresources[0].Subresource != "status" || res.Subresources[1].Subresource != "scale" {
 		t.Fatalf("aggregated widgets: %+v", res)
 	}
@@ -182,7 +185,7 @@ func TestMountUnderPrefix(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	api, err := New(context.Background(), Config{Storage: store})
+	api, err := New(context.Background(), Config{Storage: store, AllowAnonymous: true})
 	if err != nil {
 		t.Fatal(err)
 	}

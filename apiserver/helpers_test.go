@@ -54,7 +54,7 @@ func newTestServer(t testing.TB) (*Server, *httptest.Server) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	api, err := New(context.Background(), Config{Storage: store, MaxRequestBodyBytes: 1 << 20})
+	api, err := New(context.Background(), Config{Storage: store, MaxRequestBodyBytes: 1 << 20, AllowAnonymous: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -122,7 +122,7 @@ func TestNamespaceDeletionResumesAfterRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		api, err := New(context.Background(), Config{Storage: store, DisableControllers: !controllers})
+		api, err := New(context.Background(), Config{Storage: store, DisableControllers: !controllers, AllowAnonymous: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -398,6 +398,9 @@ func (d *documents) buildOpenAPI(resources []*registry.Resource, byGV map[string
 	for _, g := range d.groups {
 		for _, v := range g.versions {
 			gv := meta.GroupVersion{Group: g.name, Version: v}
+			if len(byGV[gv.String()]) == 0 {
+				continue // served by the server itself, not from a schema
+			}
 			paths := map[string]any{}
 			schemas := metaDefinitions(v3.ref)
 			for _, r := range byGV[gv.String()] {

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/kapi-dev/kapi/apiserver/auth"
 )
 
 // requestInfo is what a resource URL and method name.
@@ -18,6 +20,14 @@ type requestInfo struct {
 	// Verb is the Kubernetes verb: get, list, watch, create, update, patch,
 	// delete, deletecollection.
 	Verb string
+
+	user *auth.User // for the audit record
+}
+
+// attributes returns the authorization attributes of a resource request.
+func (info requestInfo) attributes() auth.Attributes {
+	return auth.Attributes{Verb: info.Verb, ResourceRequest: true, APIGroup: info.Group, APIVersion: info.Version,
+		Resource: info.Resource, Subresource: info.Subresource, Namespace: info.Namespace, Name: info.Name}
 }
 
 // parseResourcePath splits the part of a URL after /api/VERSION/ or

@@ -26,6 +26,19 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, meta.NewNotFoundPath())
 		return
 	}
+	noteRequest(r.Context(), info)
+	if info.Group == "authorization.k8s.io" && info.Version == "v1" && info.Resource == "selfsubjectaccessreviews" && info.Name == "" {
+		// Every authenticated user may ask what they may do, as Kubernetes'
+		// system:basic-user role allows.
+		s.serveSelfSubjectAccessReview(w, r)
+		return
+	}
+	// Authorization comes before anything about the resource is revealed,
+	// and is the same for dry-run requests.
+	if err := s.authorize(r.Context(), info.attributes()); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	st, ok := s.reg.Store(meta.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource})
 	if !ok {
 		s.writeError(w, r, meta.NewNotFoundPath())

@@ -22,6 +22,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/kapi-dev/kapi/apiserver/auth"
 	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/storage"
@@ -51,6 +52,27 @@ type Config struct {
 	// ControllerResync is how often the controllers re-examine everything
 	// even without changes. Default 30s.
 	ControllerResync time.Duration
+
+	// Authenticator identifies the user of each request (see package auth).
+	// Requests it does not recognise are refused with 401 unless
+	// AllowAnonymous is set. /healthz, /livez, /readyz and /version need no
+	// credentials.
+	Authenticator auth.Authenticator
+	// AllowAnonymous lets requests without credentials in as
+	// system:anonymous (group system:unauthenticated). Off by default.
+	AllowAnonymous bool
+	// Authorizer decides every request, dry-run requests exactly as real
+	// ones. Default: every request that passed authentication is allowed.
+	Authorizer auth.Authorizer
+	// MaxRequestsInFlight and MaxMutatingRequestsInFlight bound concurrent
+	// non-long-running requests (429 with Retry-After beyond). Defaults 400
+	// and 200, as kube-apiserver; watches are not counted.
+	MaxRequestsInFlight         int
+	MaxMutatingRequestsInFlight int
+	// RequestTimeout bounds non-long-running requests (504 beyond). Default 60s.
+	RequestTimeout time.Duration
+	// Audit, when set, receives one record per request.
+	Audit AuditSink
 }
 
 // VersionInfo is the body of /version.
@@ -76,6 +98,9 @@ type Server struct {
 	docsMu sync.Mutex
 	docs   *documents // discovery and OpenAPI documents, rebuilt on change
 
+	authorizer auth.Authorizer
+	limiter    *limiter
+
 	stopControllers context.CancelFunc
 	controllersDone chan struct{}
 }
@@ -95,6 +120,15 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Version.GitVersion == "" {
 		cfg.Version = defaultVersion()
 	}
+	if cfg.MaxRequestsInFlight <= 0 {
+		cfg.MaxRequestsInFlight = 400
+	}
+	if cfg.MaxMutatingRequestsInFlight <= 0 {
+		cfg.MaxMutatingRequestsInFlight = 200
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = time.Minute
+	}
 	if cfg.DefaultNamespaces == nil {
 		cfg.DefaultNamespaces = []string{"default"}
 	}
@@ -102,7 +136,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, reg: reg}
+	s := &Server{cfg: cfg, log: cfg.Logger, reg: reg, authorizer: cfg.Authorizer,
+		limiter: newLimiter(cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight, cfg.RequestTimeout)}
+	if s.authorizer == nil {
+		s.authorizer = auth.AlwaysAllow()
+	}
 	reg.OnChange(s.invalidateDocs)
 	if err := reg.Register(registry.Namespaces()); err != nil {
 		return nil, err
@@ -162,6 +200,10 @@ func (s *Server) ensureNamespaces(ctx context.Context) error {
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
 	r.Use(s.recoverer)
+	if s.cfg.Audit != nil {
+		r.Use(s.audit)
+	}
+	r.Use(s.authenticate, s.limit, s.authorizeNonResource)
 	r.Get("/version", s.serveVersion)
 	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
 		r.Get(p, s.serveHealth)

@@ -1,17 +1,5 @@
 package meta
 
-// Generic objects.
-//
-// Objects move through kapi as decoded JSON: map[string]any for objects,
-// []any for arrays, string, bool, nil, and numbers. kapi decodes JSON with
-// json.Decoder.UseNumber, so the canonical number representation is
-// json.Number, which keeps integers exact beyond 2^53; every value this
-// package produces (setters, ToMap, DeepCopy) keeps that form. Values built
-// in Go may carry other numeric types: every helper here and in package
-// schema accepts json.Number, all Go integer kinds, float32 and float64. Use
-// AsInt64 and AsFloat64 to read a number, and DeepEqual (not
-// reflect.DeepEqual) to compare values that may mix representations.
-
 import (
 	"bytes"
 	"encoding/json"

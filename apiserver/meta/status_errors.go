@@ -123,7 +123,7 @@ func NewNotFoundPath() *StatusError {
 // endpoint does not accept.
 func NewUnsupportedMediaType(contentType string) *StatusError {
 	return newStatusError(http.StatusUnsupportedMediaType, StatusReasonUnsupportedMediaType,
-		fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf; got %q", contentType), nil)
+		fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml; got %q", contentType), nil)
 }
 
 // NewNotAcceptable is the 406 for an Accept header nothing can satisfy.

@@ -6,6 +6,17 @@
 //
 // The JSON encoding of every type here is wire-compatible with Kubernetes'
 // k8s.io/apimachinery/pkg/apis/meta/v1, without importing it.
+//
+// # Generic objects and numbers
+//
+// Objects move through kapi as decoded JSON: map[string]any, []any, string,
+// bool, nil and numbers. JSON is decoded with json.Decoder.UseNumber, so the
+// canonical number is a json.Number, which keeps integers exact beyond 2^53;
+// everything this package produces (setters, ToMap) uses that form. Values
+// built in Go may hold other numeric types, so every helper here and in
+// package schema accepts json.Number, all Go integer kinds, float32 and
+// float64: read numbers with AsInt64 or AsFloat64 and compare values with
+// DeepEqual, never with a type switch on float64 or reflect.DeepEqual.
 package meta
 
 import "time"

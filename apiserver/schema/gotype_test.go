@@ -133,7 +133,7 @@ type Inner struct {
 }
 
 type shadow struct {
-	B int `json:"b"`
+	S int `json:"s"`
 }
 
 type kinds struct {
@@ -143,7 +143,6 @@ type kinds struct {
 
 	NoTag     string
 	Skipped   string `json:"-"`
-	Dash      string `json:"-,"`
 	unexp     string //nolint:unused
 	B8        int8
 	U16       uint16
@@ -184,10 +183,10 @@ func TestFromGoTypeKinds(t *testing.T) {
 	_ = kinds{}.unexp
 	want := map[string]string{
 		"a":         `{"type":"string"}`,
-		"b":         `{"type":"integer","format":"int64"}`, // shallower than Inner.B? no: same depth, both tagged → dropped; see below
+		"b":         `{"type":"string"}`,
 		"c":         `{"type":"string"}`,
+		"s":         `{"type":"integer","format":"int64"}`,
 		"NoTag":     `{"type":"string"}`,
-		"-":         `{"type":"string"}`,
 		"B8":        `{"type":"integer","format":"int32"}`,
 		"U16":       `{"type":"integer","format":"int32"}`,
 		"I":         `{"type":"integer","format":"int64"}`,
@@ -214,9 +213,6 @@ func TestFromGoTypeKinds(t *testing.T) {
 		"ListMeta":  `{"type":"object"}`,
 		"OwnerRefs": `{"type":"array","items":{"type":"object","properties":{"apiVersion":{"type":"string"},"blockOwnerDeletion":{"type":"boolean"},"controller":{"type":"boolean"},"kind":{"type":"string"},"name":{"type":"string"},"uid":{"type":"string"}}}}`,
 	}
-	// Inner.B and shadow.B are both tagged "b" at the same depth: encoding/json
-	// drops the name, and so does FromGoType.
-	delete(want, "b")
 	if len(s.Properties) != len(want) {
 		var names []string
 		for k := range s.Properties {
@@ -395,6 +391,7 @@ func TestFromGoTypeErrors(t *testing.T) {
 	if _, err := FromGoType(nil); err == nil {
 		t.Error("FromGoType(nil) should fail")
 	}
+	_ = selfEmbed{}.selfEmbed
 	// A self-embedding pointer is not a cycle for encoding/json (it only
 	// inlines each type once).
 	if _, err := FromGoType(reflect.TypeFor[selfEmbed]()); err != nil {
@@ -407,6 +404,44 @@ func TestFromGoTypeErrors(t *testing.T) {
 	}
 	if _, err := FromGoType(reflect.TypeFor[twice]()); err != nil {
 		t.Errorf("twice: %v", err)
+	}
+}
+
+type domTagged struct {
+	X string `json:"X"`
+	Y string
+	Z string
+}
+
+type domPlain struct {
+	X int
+	Y int
+}
+
+type dominance struct {
+	domTagged
+	domPlain
+	Z bool
+}
+
+// TestFromGoTypeDominance checks encoding/json's rules for fields with the
+// same name: the shallowest wins, then the tagged one; a tie drops the name.
+func TestFromGoTypeDominance(t *testing.T) {
+	s, err := For[dominance]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(s)
+	want := `{"type":"object","properties":{"X":{"type":"string"},"Z":{"type":"boolean"}}}`
+	if canonical(t, got) != canonical(t, []byte(want)) {
+		t.Errorf("got %s, want %s", got, want)
+	}
+	m, err := meta.ToMap(dominance{domTagged: domTagged{X: "x", Y: "y"}, domPlain: domPlain{X: 1, Y: 2}, Z: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) != 2 || m["X"] != "x" || m["Z"] != true {
+		t.Errorf("encoding/json disagrees: %v", m)
 	}
 }
 

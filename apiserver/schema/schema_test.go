@@ -249,3 +249,36 @@ func TestPatternCache(t *testing.T) {
 		t.Errorf("invalid pattern: %v", errs)
 	}
 }
+
+// TestConcurrentUse validates, prunes and defaults against one schema from
+// many goroutines (run with -race): the pattern cache is the only state a
+// schema changes.
+func TestConcurrentUse(t *testing.T) {
+	s := mustParse(t, `{"type":"object","properties":{"spec":{"type":"object","properties":{
+		"name":{"type":"string","pattern":"^[a-z]+$"},
+		"tags":{"type":"array","items":{"type":"string","pattern":"^t"},"x-kubernetes-list-type":"set"},
+		"n":{"type":"integer","default":1}}}}}`)
+	template := decodeJSON(t, `{"spec":{"name":"Abc","tags":["t1","x"],"bogus":1}}`)
+	done := make(chan []string)
+	for i := 0; i < 8; i++ {
+		go func() {
+			var got []string
+			for j := 0; j < 50; j++ {
+				obj := meta.DeepCopy(template)
+				Prune(obj, s)
+				Default(obj, s)
+				got = errorStrings(Validate(obj, s))
+			}
+			done <- got
+		}()
+	}
+	want := []string{
+		`spec.name: Invalid value: "Abc": spec.name in body should match '^[a-z]+$'`,
+		`spec.tags[1]: Invalid value: "x": spec.tags[1] in body should match '^t'`,
+	}
+	for i := 0; i < 8; i++ {
+		if got := <-done; !reflect.DeepEqual(got, want) {
+			t.Errorf("got %q", got)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 // Command quickstart is a standalone kapi server on the embedded Badger store.
 // It serves core v1 namespaces and configmaps and the example.dev/v1 widgets
-// type, and writes a kubeconfig so that kubectl works with no set-up:
+// type over HTTPS (a CA, a serving certificate and an admin token are created
+// in <data-dir>/pki on first start), and writes a kubeconfig so that kubectl
+// works with no set-up:
 //
 //	go run ./examples/quickstart
 //	kubectl --kubeconfig ./data/kubeconfig get widgets
@@ -8,6 +10,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,6 +25,7 @@ import (
 	"time"
 
 	"github.com/kapi-dev/kapi/apiserver"
+	"github.com/kapi-dev/kapi/apiserver/auth"
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/storage/badger"
 )
@@ -35,7 +40,9 @@ func main() {
 func run() error {
 	dataDir := flag.String("data-dir", "./data", "directory for the Badger database and the kubeconfig")
 	inMemory := flag.Bool("in-memory", false, "keep objects in memory only (the kubeconfig is still written to --data-dir)")
-	listen := flag.String("listen", "127.0.0.1:6443", "address to serve on (plain HTTP)")
+	listen := flag.String("listen", "127.0.0.1:6443", "address to serve on")
+	insecure := flag.Bool("insecure-http", false, "serve plain HTTP without authentication (loopback addresses only; for local development)")
+	policy := flag.String("authorization-policy", "", "RBAC policy file (YAML: roles and bindings); default: every authenticated user may do everything")
 	history := flag.Duration("history-window", 10*time.Minute, "how long change history (watch resumption, continue tokens) is kept")
 	logLevel := flag.String("log-level", "info", "log level: debug, info, warn, error")
 	flag.Parse()
@@ -63,7 +70,45 @@ func run() error {
 	}
 	defer store.Close()
 
-	api, err := apiserver.New(ctx, apiserver.Config{Storage: store, Logger: logger})
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	addr := ln.Addr().String()
+	host, _, _ := net.SplitHostPort(addr)
+	cfg := apiserver.Config{Storage: store, Logger: logger}
+	var tlsConfig *tls.Config
+	var creds *pki
+	if *insecure {
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			return fmt.Errorf("--insecure-http serves without authentication and is only allowed on a loopback address, not %s", host)
+		}
+		cfg.AllowAnonymous = true
+	} else {
+		if creds, err = loadOrCreatePKI(filepath.Join(*dataDir, "pki"), host); err != nil {
+			return fmt.Errorf("preparing TLS: %w", err)
+		}
+		cfg.Authenticator = auth.Union(
+			auth.StaticTokens(map[string]auth.User{creds.adminToken: {Name: "admin", UID: "admin", Groups: []string{auth.GroupMasters}}}),
+			auth.ClientCertificates(creds.pool()),
+		)
+		tlsConfig = &tls.Config{
+			MinVersion:   tls.VersionTLS12,
+			Certificates: []tls.Certificate{creds.serving},
+			ClientAuth:   tls.VerifyClientCertIfGiven,
+			ClientCAs:    creds.pool(),
+		}
+	}
+	if *policy != "" {
+		p, err := auth.LoadPolicy(*policy)
+		if err != nil {
+			return err
+		}
+		if cfg.Authorizer, err = auth.RBAC(p); err != nil {
+			return err
+		}
+	}
+	api, err := apiserver.New(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -78,23 +123,23 @@ func run() error {
 		}
 	}
 
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return err
-	}
-	addr := ln.Addr().String()
 	kubeconfig, err := filepath.Abs(filepath.Join(*dataDir, "kubeconfig"))
 	if err != nil {
 		return err
 	}
-	if err := writeKubeconfig(kubeconfig, "http://"+addr); err != nil {
+	if err := writeKubeconfig(kubeconfig, addr, creds); err != nil {
 		return err
 	}
 	// Requests (watches included) end when the server is asked to stop.
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	logger.Info("listening", "addr", addr, "kubeconfig", kubeconfig)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	if tlsConfig != nil {
+		srv.TLSConfig = tlsConfig
+		go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { errc <- srv.Serve(ln) }()
+	}
 	select {
 	case err := <-errc:
 		return err
@@ -108,25 +153,32 @@ func run() error {
 	return nil
 }
 
-// writeKubeconfig writes a kubeconfig pointing at server.
-func writeKubeconfig(path, server string) error {
+// writeKubeconfig writes a kubeconfig for the server at addr: HTTPS with the
+// CA and the admin token when creds is set, plain HTTP otherwise.
+func writeKubeconfig(path, addr string, creds *pki) error {
+	server, cluster, user := "http://"+addr, "", "  user: {}"
+	if creds != nil {
+		server = "https://" + addr
+		cluster = "\n    certificate-authority-data: " + base64.StdEncoding.EncodeToString(creds.caPEM)
+		user = "  user:\n    token: " + creds.adminToken
+	}
 	content := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
 - name: kapi
   cluster:
-    server: %s
+    server: %s%s
 contexts:
 - name: kapi
   context:
     cluster: kapi
-    user: kapi
+    user: admin
     namespace: default
 current-context: kapi
 users:
-- name: kapi
-  user: {}
-`, server)
+- name: admin
+%s
+`, server, cluster, user)
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		return fmt.Errorf("writing kubeconfig: %w", err)
 	}

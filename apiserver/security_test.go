@@ -1,0 +1,345 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kapi-dev/kapi/apiserver/auth"
+	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/storage/badger"
+)
+
+type memAudit struct {
+	mu   sync.Mutex
+	recs []AuditRecord
+}
+
+func (m *memAudit) Record(_ context.Context, r AuditRecord) {
+	m.mu.Lock()
+	m.recs = append(m.recs, r)
+	m.mu.Unlock()
+}
+
+// securedServer serves configmaps and widgets with token authentication and
+// an RBAC policy:
+//   - admin (system:masters): everything;
+//   - reader: get/list/watch on everything, in every namespace;
+//   - dev: create/update/patch/delete on widgets in namespace "team" only,
+//     plus get on configmaps named "visible" there;
+//   - nobody: authenticated, no grants.
+func securedServer(t *testing.T, audit AuditSink, mut func(*Config)) *httptest.Server {
+	t.Helper()
+	store, err := badger.Open(badger.InMemoryOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	policy := &auth.Policy{
+		Roles: []auth.Role{
+			{Name: "view", Rules: []auth.Rule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
+				{NonResourceURLs: []string{"/api", "/api/*", "/apis", "/apis/*", "/openapi/*"}, Verbs: []string{"get"}}}},
+			{Name: "widget-editor", Namespace: "team", Rules: []auth.Rule{
+				{APIGroups: []string{"example.dev"}, Resources: []string{"widgets"}, Verbs: []string{"create", "update", "patch", "delete", "get"}},
+				{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"visible"}, Verbs: []string{"get"}},
+			}},
+		},
+		Bindings: []auth.Binding{
+			{Name: "readers", Role: "view", Users: []string{"reader"}},
+			{Name: "devs", Namespace: "team", Role: "widget-editor", Groups: []string{"developers"}},
+		},
+	}
+	authz, err := auth.RBAC(policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{
+		Storage: store,
+		Authenticator: auth.StaticTokens(map[string]auth.User{
+			"admin-token":  {Name: "admin", Groups: []string{auth.GroupMasters}},
+			"reader-token": {Name: "reader"},
+			"dev-token":    {Name: "dev", Groups: []string{"developers"}},
+			"nobody-token": {Name: "nobody"},
+		}),
+		Authorizer:        authz,
+		Audit:             audit,
+		DefaultNamespaces: []string{"default", "team"},
+	}
+	if mut != nil {
+		mut(&cfg)
+	}
+	api, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { api.Close() })
+	for _, res := range []registry.Resource{registry.ConfigMaps(), widgetResource(t)} {
+		if err := api.Register(res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts := httptest.NewServer(api)
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+func bearer(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
+
+func TestAuthentication(t *testing.T) {
+	ts := securedServer(t, nil, nil)
+	do(t, ts, "GET", cmPath, "").status(t, 401, meta.StatusReasonUnauthorized)
+	do(t, ts, "GET", cmPath, "", bearer("wrong")...).status(t, 401, meta.StatusReasonUnauthorized)
+	do(t, ts, "GET", "/apis", "").status(t, 401, meta.StatusReasonUnauthorized)
+	if r := do(t, ts, "GET", cmPath, "", bearer("admin-token")...); r.code != 200 {
+		t.Fatalf("admin list: %d %s", r.code, r.body)
+	}
+	for _, p := range []string{"/healthz", "/readyz", "/livez", "/version"} {
+		if r := do(t, ts, "GET", p, ""); r.code != 200 {
+			t.Fatalf("%s without credentials: %d", p, r.code)
+		}
+	}
+	anon := securedServer(t, nil, func(c *Config) { c.AllowAnonymous = true; c.Authorizer = nil })
+	if r := do(t, anon, "GET", cmPath, ""); r.code != 200 {
+		t.Fatalf("anonymous with AllowAnonymous: %d %s", r.code, r.body)
+	}
+	do(t, anon, "GET", cmPath, "", bearer("wrong")...).status(t, 401, meta.StatusReasonUnauthorized)
+}
+
+func TestAuthorizationMatrix(t *testing.T) {
+	audit := &memAudit{}
+	ts := securedServer(t, audit, nil)
+	team := "/apis/example.dev/v1/namespaces/team/widgets"
+	teamCM := "/api/v1/namespaces/team/configmaps"
+	adminDo := func(method, path, body string) {
+		t.Helper()
+		if r := do(t, ts, method, path, body, bearer("admin-token")...); r.code >= 300 {
+			t.Fatalf("admin %s %s: %d %s", method, path, r.code, r.body)
+		}
+	}
+	adminDo("POST", team, `{"metadata":{"name":"w"},"spec":{"size":1}}`)
+	adminDo("POST", teamCM, `{"metadata":{"name":"visible"}}`)
+	adminDo("POST", teamCM, `{"metadata":{"name":"hidden"}}`)
+	adminDo("POST", wdPath, `{"metadata":{"name":"w"},"spec":{"size":1}}`)
+
+	widget := `{"metadata":{"name":"n"},"spec":{"size":1}}`
+	tests := []struct {
+		user, method, path, body string
+		want                     int
+	}{
+		{"reader", "GET", team, "", 200},
+		{"reader", "GET", "/apis/example.dev/v1/widgets", "", 200},
+		{"reader", "GET", team + "/w", "", 200},
+		{"reader", "GET", team + "?watch=1&timeoutSeconds=1", "", 200},
+		{"reader", "POST", team, widget, 403},
+		{"reader", "POST", team + "?dryRun=All", widget, 403},
+		{"reader", "DELETE", team + "/w", "", 403},
+		{"reader", "GET", "/apis", "", 200},
+		{"reader", "GET", "/openapi/v3", "", 200},
+		{"dev", "POST", team + "?dryRun=All", widget, 201},
+		{"dev", "POST", team, widget, 201},
+		{"dev", "PATCH", team + "/n", `{"spec":{"size":2}}`, 200},
+		{"dev", "GET", team + "/n", "", 200},
+		{"dev", "GET", team, "", 403},
+		{"dev", "GET", team + "?watch=1", "", 403},
+		{"dev", "DELETE", team, "", 403},
+		{"dev", "POST", wdPath, widget, 403},
+		{"dev", "POST", wdPath + "?dryRun=All", widget, 403},
+		{"dev", "GET", teamCM + "/visible", "", 200},
+		{"dev", "GET", teamCM + "/hidden", "", 403},
+		{"dev", "GET", teamCM + "/missing", "", 403},
+		{"dev", "DELETE", team + "/n", "", 200},
+		{"dev", "GET", "/apis", "", 403},
+		{"nobody", "GET", team, "", 403},
+		{"nobody", "GET", "/api/v1/namespaces", "", 403},
+		{"nobody", "GET", "/openapi/v2", "", 403},
+		{"admin", "DELETE", wdPath + "/w", "", 200},
+	}
+	for _, tt := range tests {
+		r := do(t, ts, tt.method, tt.path, tt.body, append(bearer(tt.user+"-token"), "Content-Type", "application/merge-patch+json")...)
+		if tt.method == "POST" {
+			r = do(t, ts, tt.method, tt.path, tt.body, bearer(tt.user+"-token")...)
+		}
+		if r.code != tt.want {
+			t.Errorf("%s %s %s: %d, want %d (%s)", tt.user, tt.method, tt.path, r.code, tt.want, r.body)
+		}
+		if r.code == 403 {
+			st := r.status(t, 403, meta.StatusReasonForbidden)
+			if !strings.Contains(st.Message, fmt.Sprintf("User %q cannot", tt.user)) {
+				t.Errorf("403 message %q", st.Message)
+			}
+		}
+	}
+	// The Kubernetes message shape.
+	st := do(t, ts, "GET", team, "", bearer("dev-token")...).status(t, 403, meta.StatusReasonForbidden)
+	want := `widgets.example.dev is forbidden: User "dev" cannot list resource "widgets" in API group "example.dev" in the namespace "team"`
+	if st.Message != want || st.Details.Group != "example.dev" || st.Details.Kind != "widgets" {
+		t.Fatalf("403 status: %+v\nwant message %s", st, want)
+	}
+	st = do(t, ts, "GET", teamCM+"/hidden", "", bearer("dev-token")...).status(t, 403, meta.StatusReasonForbidden)
+	if !strings.HasPrefix(st.Message, `configmaps "hidden" is forbidden: User "dev" cannot get resource "configmaps" in API group "" in the namespace "team"`) {
+		t.Fatalf("403 message %q", st.Message)
+	}
+	// Forbidden dry runs wrote nothing; neither did anything else refused.
+	if r := do(t, ts, "GET", wdPath+"/n", "", bearer("admin-token")...); r.code != 404 {
+		t.Fatalf("a refused create left an object: %d", r.code)
+	}
+
+	// Audit records name user, verb and outcome.
+	audit.mu.Lock()
+	defer audit.mu.Unlock()
+	found := false
+	for _, rec := range audit.recs {
+		if rec.User == "dev" && rec.Verb == "list" && rec.Resource == "widgets" && rec.Namespace == "team" && rec.Code == 403 {
+			found = true
+		}
+	}
+	if !found || len(audit.recs) < len(tests) {
+		t.Fatalf("audit records (%d) lack the refused list by dev: %+v", len(audit.recs), audit.recs[:3])
+	}
+}
+
+func TestSelfSubjectAccessReview(t *testing.T) {
+	ts := securedServer(t, nil, nil)
+	review := func(tok, attrs string) (bool, int) {
+		r := do(t, ts, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+			`{"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","spec":`+attrs+`}`, bearer(tok)...)
+		var out struct {
+			Status struct{ Allowed bool }
+		}
+		_ = json.Unmarshal(r.body, &out)
+		return out.Status.Allowed, r.code
+	}
+	if ok, code := review("dev-token", `{"resourceAttributes":{"namespace":"team","verb":"create","group":"example.dev","resource":"widgets"}}`); !ok || code != 201 {
+		t.Fatalf("dev may create widgets in team: %v %d", ok, code)
+	}
+	if ok, _ := review("dev-token", `{"resourceAttributes":{"namespace":"default","verb":"create","group":"example.dev","resource":"widgets"}}`); ok {
+		t.Fatal("dev may not create widgets in default")
+	}
+	if ok, _ := review("reader-token", `{"nonResourceAttributes":{"path":"/apis","verb":"get"}}`); !ok {
+		t.Fatal("reader may get /apis")
+	}
+	if _, code := review("reader-token", `{}`); code != 422 {
+		t.Fatalf("empty spec: %d, want 422", code)
+	}
+}
+
+// Client certificates signed by the trusted CA authenticate; others do not.
+func TestClientCertificates(t *testing.T) {
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ca"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, _ := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	ca, _ := x509.ParseCertificate(caDER)
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	clientCert := func(cn string, orgs []string, signer *ecdsa.PrivateKey, parent *x509.Certificate) tls.Certificate {
+		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: cn, Organization: orgs}, NotBefore: time.Now().Add(-time.Hour),
+			NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
+		if parent == nil {
+			parent = tmpl
+		}
+		der, _ := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
+		return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	}
+
+	store, err := badger.Open(badger.InMemoryOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	api, err := New(context.Background(), Config{Storage: store, Authenticator: auth.ClientCertificates(pool),
+		Authorizer: auth.AuthorizerFunc(func(_ context.Context, a auth.Attributes) (auth.Decision, string, error) {
+			if a.User.InGroup("ops") {
+				return auth.Allow, "", nil
+			}
+			return auth.NoOpinion, "", nil
+		})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	ts := httptest.NewUnstartedServer(api)
+	ts.TLS = &tls.Config{ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: pool}
+	ts.StartTLS()
+	defer ts.Close()
+	get := func(cert *tls.Certificate) int {
+		tr := ts.Client().Transport.(*http.Transport).Clone()
+		if cert != nil {
+			tr.TLSClientConfig.Certificates = []tls.Certificate{*cert}
+		}
+		resp, err := (&http.Client{Transport: tr}).Get(ts.URL + "/api/v1/namespaces")
+		if err != nil {
+			return -1
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	good := clientCert("alice", []string{"ops"}, caKey, ca)
+	other := clientCert("bob", []string{"dev"}, caKey, ca)
+	otherKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	selfSigned := clientCert("mallory", []string{"ops"}, otherKey, nil)
+	if c := get(&good); c != 200 {
+		t.Fatalf("trusted client certificate: %d", c)
+	}
+	if c := get(&other); c != 403 {
+		t.Fatalf("trusted certificate without grants: %d, want 403", c)
+	}
+	if c := get(nil); c != 401 {
+		t.Fatalf("no certificate: %d, want 401", c)
+	}
+	if c := get(&selfSigned); c != 401 && c != -1 {
+		t.Fatalf("untrusted certificate: %d, want 401 or a TLS failure", c)
+	}
+}
+
+// Beyond the in-flight bound the answer is 429 with Retry-After.
+func TestMaxInFlight(t *testing.T) {
+	release := make(chan struct{})
+	var entered sync.WaitGroup
+	entered.Add(2)
+	ts := securedServer(t, nil, func(c *Config) {
+		c.MaxMutatingRequestsInFlight = 2
+		c.Authorizer = auth.AuthorizerFunc(func(_ context.Context, a auth.Attributes) (auth.Decision, string, error) {
+			if a.Verb == "create" && a.Name == "" && a.Resource == "configmaps" {
+				entered.Done()
+				<-release // hold the request inside the limit
+			}
+			return auth.Allow, "", nil
+		})
+	})
+	var wg sync.WaitGroup
+	for i := 0; i < 2; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			do(t, ts, "POST", cmPath, fmt.Sprintf(`{"metadata":{"name":"held%d"}}`, i), bearer("admin-token")...)
+		}(i)
+	}
+	entered.Wait()
+	r := do(t, ts, "PUT", cmPath+"/x", `{"metadata":{"name":"x"}}`, bearer("admin-token")...)
+	st := r.status(t, 429, meta.StatusReasonTooManyRequests)
+	if r.header.Get("Retry-After") != "1" || st.Details == nil || st.Details.RetryAfterSeconds != 1 {
+		t.Fatalf("429 without Retry-After: %v %+v", r.header, st)
+	}
+	// Reads have their own bound.
+	if r := do(t, ts, "GET", cmPath, "", bearer("admin-token")...); r.code != 200 {
+		t.Fatalf("read during mutating saturation: %d", r.code)
+	}
+	close(release)
+	wg.Wait()
+}
