@@ -19,9 +19,9 @@ import (
 
 // Well-known users and groups, as Kubernetes names them.
 const (
-	AnonymousUser       = "system:anonymous"
+	AnonymousUser        = "system:anonymous"
 	GroupUnauthenticated = "system:unauthenticated"
-	GroupAuthenticated  = "system:authenticated"
+	GroupAuthenticated   = "system:authenticated"
 	// GroupMasters is allowed everything by the default authorizer and by
 	// RBAC, as in Kubernetes.
 	GroupMasters = "system:masters"
@@ -210,7 +210,9 @@ func ClientCertificates(roots *x509.CertPool) Authenticator {
 type userKey struct{}
 
 // WithUser returns ctx carrying u.
-func WithUser(ctx context.Context, u *User) context.Context { return context.WithValue(ctx, userKey{}, u) }
+func WithUser(ctx context.Context, u *User) context.Context {
+	return context.WithValue(ctx, userKey{}, u)
+}
 
 // UserFrom returns the user a request was authenticated as.
 func UserFrom(ctx context.Context) (*User, bool) {
