@@ -135,7 +135,7 @@ func TestCreateErrors(t *testing.T) {
 		{"deletecollection of namespaces", "DELETE", "/api/v1/namespaces", "", nil, 405, meta.StatusReasonMethodNotAllowed, ""},
 		{"namespaced name without namespace", "GET", "/api/v1/configmaps/dup", "", nil, 404, meta.StatusReasonNotFound, ""},
 		{"cluster type under a namespace", "GET", "/api/v1/namespaces/default/namespaces/x", "", nil, 404, meta.StatusReasonNotFound, ""},
-		{"not acceptable", "GET", cmPath, "", []string{"Accept", "application/vnd.kubernetes.protobuf"}, 406, meta.StatusReasonNotAcceptable, ""},
+		{"not acceptable", "GET", cmPath, "", []string{"Accept", "text/html"}, 406, meta.StatusReasonNotAcceptable, ""},
 		{"bad label selector", "GET", cmPath + "?labelSelector=a%20in%20(", "", nil, 400, meta.StatusReasonBadRequest, ""},
 		{"unsupported field selector", "GET", cmPath + "?fieldSelector=data.k%3Dv", "", nil, 400, meta.StatusReasonBadRequest, `"data.k" is not a known field selector: only "metadata.name", "metadata.namespace"`},
 	}

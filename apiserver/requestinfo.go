@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -40,10 +41,16 @@ func parseResourcePath(rest string) (ns, resource, name, sub string, ok bool) {
 		return "", "", "", "", false
 	}
 	parts := strings.Split(rest, "/")
-	for _, p := range parts {
-		if p == "" {
+	for i, p := range parts {
+		// Segments may arrive still escaped (chi routes on the raw path when
+		// there is one). A segment that is empty, "." or "..", or that
+		// unescapes to something with a slash or a NUL, names nothing: it
+		// could not be a valid name and must never shape a storage key.
+		u, err := url.PathUnescape(p)
+		if err != nil || u == "" || u == "." || u == ".." || strings.ContainsAny(u, "/\x00") {
 			return "", "", "", "", false
 		}
+		parts[i] = u
 	}
 	if parts[0] == "namespaces" && len(parts) > 1 {
 		ns = parts[1]

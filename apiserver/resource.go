@@ -6,16 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
-	"github.com/kapi-dev/kapi/codec"
 )
 
 // serveResource serves every URL below a group version: collections, objects
@@ -27,6 +23,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	noteRequest(r.Context(), info)
+	if info.Verb == "watch" {
+		noteLongRunning(r.Context(), info)
+	}
 	if info.Group == "authorization.k8s.io" && info.Version == "v1" && info.Resource == "selfsubjectaccessreviews" && info.Name == "" {
 		// Every authenticated user may ask what they may do, as Kubernetes'
 		// system:basic-user role allows.
@@ -122,26 +121,24 @@ func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, st *re
 }
 
 func (s *Server) handleGet(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo) {
-	q := r.URL.Query()
-	repr, tableVersion, err := negotiateObject(r, true)
+	p := payload{kind: bodyObject, res: st.Resource()}
+	c, err := p.choose(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	body, err := st.Get(r.Context(), info.Namespace, info.Name, q.Get("resourceVersion"))
+	body, err := st.Get(r.Context(), info.Namespace, info.Name, r.URL.Query().Get("resourceVersion"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if repr == reprTable {
-		s.writeTable(w, r, st, tableVersion, [][]byte{body}, meta.ListMeta{}, true)
-		return
-	}
-	s.writeRaw(w, r, http.StatusOK, body)
+	p.json = body
+	s.writeEncoded(w, r, http.StatusOK, c, p, false)
 }
 
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo) {
-	repr, tableVersion, err := negotiateObject(r, true)
+	p := payload{kind: bodyList, res: st.Resource()}
+	c, err := p.choose(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -156,34 +153,12 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request, st *registry
 		s.writeError(w, r, err)
 		return
 	}
-	lm := meta.ListMeta{ResourceVersion: strconv.FormatInt(list.ResourceVersion, 10), Continue: list.Continue, RemainingItemCount: list.RemainingItemCount}
-	if repr == reprTable {
-		s.writeTable(w, r, st, tableVersion, list.Items, lm, false)
-		return
+	p.items = list.Items
+	if p.items == nil {
+		p.items = [][]byte{}
 	}
-	res := st.Resource()
-	var buf bytes.Buffer
-	n := 64
-	for _, it := range list.Items {
-		n += len(it) + 1
-	}
-	buf.Grow(n)
-	buf.WriteString(`{"kind":`)
-	writeJSONString(&buf, res.ListKind)
-	buf.WriteString(`,"apiVersion":`)
-	writeJSONString(&buf, res.APIVersion())
-	buf.WriteString(`,"metadata":`)
-	lmb, _ := json.Marshal(lm)
-	buf.Write(lmb)
-	buf.WriteString(`,"items":[`)
-	for i, it := range list.Items {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		buf.Write(it)
-	}
-	buf.WriteString("]}")
-	s.writeRaw(w, r, http.StatusOK, buf.Bytes())
+	p.listMeta = meta.ListMeta{ResourceVersion: strconv.FormatInt(list.ResourceVersion, 10), Continue: list.Continue, RemainingItemCount: list.RemainingItemCount}
+	s.writeEncoded(w, r, http.StatusOK, c, p, false)
 }
 
 func writeJSONString(buf *bytes.Buffer, s string) {
@@ -244,47 +219,30 @@ func writeOptions(q url.Values, kind string) (registry.WriteOptions, error) {
 	default:
 		return opts, meta.NewInvalidOptions(kind, meta.ErrorList{meta.NotSupported(meta.NewPath("fieldValidation"), v, []string{"Ignore", "Strict", "Warn"})})
 	}
+	if kind != "DeleteOptions" {
+		opts.FieldManager = q.Get("fieldManager")
+		if errs := validateFieldManager(opts.FieldManager); len(errs) > 0 {
+			return opts, meta.NewInvalidOptions(kind, errs)
+		}
+	}
 	return opts, nil
 }
 
-// readBody reads and decodes a JSON or YAML request body into a generic
-// object. Duplicate fields are returned as field validation problems.
+// readBody reads and decodes a request body (JSON, YAML, or protobuf for
+// types with a protobuf message) into a generic object. Duplicate fields are
+// returned as field validation problems. The media type is checked before
+// the body is read: an unsupported one is 415.
 func (s *Server) readBody(r *http.Request) (registry.Object, []string, error) {
-	ct := r.Header.Get("Content-Type")
-	mediaType := "application/json"
-	if ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil {
-			return nil, nil, meta.NewUnsupportedMediaType(ct)
-		}
-		mediaType = mt
+	target, _ := s.bodyTargetOf(r)
+	mt, err := bodyMediaType(r, target.msg != nil)
+	if err != nil {
+		return nil, nil, err
 	}
 	data, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.cfg.MaxRequestBodyBytes))
 	if err != nil {
 		return nil, nil, meta.NewRequestEntityTooLarge(fmt.Sprintf("the request body is larger than the limit of %d bytes", s.cfg.MaxRequestBodyBytes))
 	}
-	switch mediaType {
-	case "application/json":
-	case "application/yaml":
-		if data, err = yaml.YAMLToJSON(data); err != nil {
-			return nil, nil, meta.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
-		}
-	default:
-		return nil, nil, meta.NewUnsupportedMediaType(ct)
-	}
-	v, dups, err := codec.DecodeJSON(data)
-	if err != nil {
-		return nil, nil, meta.NewBadRequest(fmt.Sprintf("error decoding the request body: %v", err))
-	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return nil, nil, meta.NewBadRequest("error decoding the request body: the body must be a JSON object")
-	}
-	problems := make([]string, 0, len(dups))
-	for _, d := range dups {
-		problems = append(problems, fmt.Sprintf("duplicate field %q", d))
-	}
-	return obj, problems, nil
+	return decodeBody(mt, data, target)
 }
 
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo) {
@@ -299,6 +257,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request, st *regist
 		return
 	}
 	opts.UnknownFields = dups
+	opts.FieldManager = managerOrUserAgent(opts.FieldManager, r.UserAgent())
 	res, err := st.Create(r.Context(), info.Namespace, obj, opts)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -323,6 +282,7 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request, st *regist
 	}
 	opts.UnknownFields = dups
 	opts.Subresource = info.Subresource
+	opts.FieldManager = managerOrUserAgent(opts.FieldManager, r.UserAgent())
 	res, err := st.Update(r.Context(), info.Namespace, info.Name, obj, opts)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -365,6 +325,10 @@ func (s *Server) deleteOptions(r *http.Request) (registry.DeleteOptions, error) 
 	if body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.cfg.MaxRequestBodyBytes)); err != nil {
 		return opts, meta.NewRequestEntityTooLarge("the request body is too large")
 	} else if len(bytes.TrimSpace(body)) > 0 {
+		body, err := deleteOptionsJSON(r, body)
+		if err != nil {
+			return opts, err
+		}
 		var do struct {
 			Kind               string   `json:"kind"`
 			DryRun             []string `json:"dryRun"`
@@ -496,13 +460,14 @@ func (s *Server) handleDeleteCollection(w http.ResponseWriter, r *http.Request, 
 
 // serveScale serves GET, PUT and PATCH on /scale (an autoscaling/v1 Scale).
 func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo) {
-	writeScale := func(ctx context.Context, obj registry.Object, opts registry.WriteOptions) ([]byte, []string, error) {
+	writeScale := func(ctx context.Context, obj registry.Object, opts registry.WriteOptions) (*registry.Result, error) {
+		opts.Subresource = "scale"
 		scale, err := st.UpdateScale(ctx, info.Namespace, info.Name, obj, opts)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		b, err := json.Marshal(scale)
-		return b, nil, err
+		return &registry.Result{JSON: b, Object: scale}, err
 	}
 	switch r.Method {
 	case http.MethodGet:
@@ -523,24 +488,21 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, st *registry
 			s.writeError(w, r, err)
 			return
 		}
-		body, _, err := writeScale(r.Context(), obj, opts)
+		opts.FieldManager = managerOrUserAgent(opts.FieldManager, r.UserAgent())
+		res, err := writeScale(r.Context(), obj, opts)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		s.writeRaw(w, r, http.StatusOK, body)
+		s.writeRaw(w, r, http.StatusOK, res.JSON)
 	case http.MethodPatch:
-		opts, err := writeOptions(r.URL.Query(), "PatchOptions")
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		s.patch(w, r, info.Name, patchTarget{
-			gvk: registry.ScaleGroupVersionKind,
-			get: func(ctx context.Context) (registry.Object, error) { return st.GetScale(ctx, info.Namespace, info.Name) },
-			write: func(ctx context.Context, obj registry.Object) ([]byte, []string, error) {
-				return writeScale(ctx, obj, opts)
-			},
+		// Scale is a built-in kind: JSON, merge and strategic merge patches.
+		s.patch(w, r, patchTarget{
+			gvk:       registry.ScaleGroupVersionKind,
+			name:      info.Name,
+			strategic: true,
+			get:       func(ctx context.Context) (registry.Object, error) { return st.GetScale(ctx, info.Namespace, info.Name) },
+			write:     writeScale,
 		})
 	default:
 		s.writeError(w, r, meta.NewMethodNotAllowed(r.Method, ""))

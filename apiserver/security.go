@@ -244,9 +244,16 @@ type auditInfoKey struct{}
 func (s *Server) audit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w}
-		info := &requestInfo{}
-		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), auditInfoKey{}, info)))
+		rec, ok := w.(*statusRecorder)
+		if !ok {
+			rec = &statusRecorder{ResponseWriter: w}
+		}
+		info, ok := r.Context().Value(auditInfoKey{}).(*requestInfo)
+		if !ok {
+			info = &requestInfo{}
+			r = r.WithContext(context.WithValue(r.Context(), auditInfoKey{}, info))
+		}
+		next.ServeHTTP(rec, r)
 		ar := AuditRecord{Time: start.UTC(), Method: r.Method, Path: r.URL.Path, Code: rec.code, Latency: time.Since(start),
 			Verb: info.Verb, APIGroup: info.Group, Resource: info.Resource, Subresource: info.Subresource, Namespace: info.Namespace, Name: info.Name}
 		if ar.Verb == "" {

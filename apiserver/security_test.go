@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/kapi-dev/kapi/apiserver/auth"
 	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
@@ -342,4 +344,127 @@ func TestMaxInFlight(t *testing.T) {
 	}
 	close(release)
 	wg.Wait()
+}
+
+func TestAdmission(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	record := func(s string) {
+		mu.Lock()
+		seen = append(seen, s)
+		mu.Unlock()
+	}
+	ts := securedServer(t, nil, func(c *Config) {
+		c.Admission = []registry.AdmissionHook{
+			{
+				Name: "labeler", SideEffects: registry.SideEffectsNone,
+				Operations: []registry.Operation{registry.OperationCreate, registry.OperationUpdate},
+				Mutate: func(_ context.Context, req *registry.AdmissionRequest) error {
+					if req.User == nil {
+						return nil // the server's own writes (default namespaces)
+					}
+					labels, _ := req.Object["metadata"].(map[string]any)["labels"].(map[string]any)
+					if labels == nil {
+						labels = map[string]any{}
+						req.Object["metadata"].(map[string]any)["labels"] = labels
+					}
+					labels["admitted-by"] = req.User.Name
+					return nil
+				},
+			},
+			{
+				Name: "no-forbidden-names", SideEffects: registry.SideEffectsNone,
+				Validate: func(_ context.Context, req *registry.AdmissionRequest) error {
+					record(fmt.Sprintf("%s %s dry=%v old=%v", req.Operation, req.Name, req.DryRun, req.OldObject != nil))
+					if req.Name == "forbidden" {
+						return fmt.Errorf("the name %q is reserved", req.Name)
+					}
+					if req.Operation == registry.OperationDelete && req.OldObject["metadata"].(map[string]any)["labels"].(map[string]any)["keep"] == "yes" {
+						return fmt.Errorf("this object is kept")
+					}
+					return nil
+				},
+			},
+		}
+	})
+	admin := bearer("admin-token")
+	r := do(t, ts, "POST", cmPath, `{"metadata":{"name":"a"}}`, admin...)
+	if r.code != 201 || str(r.object(t), "metadata", "labels", "admitted-by") != "admin" {
+		t.Fatalf("mutating hook: %d %s", r.code, r.body)
+	}
+	st := do(t, ts, "POST", cmPath, `{"metadata":{"name":"forbidden"}}`, admin...).status(t, 403, meta.StatusReasonForbidden)
+	if st.Message != `configmaps "forbidden" is forbidden: admission hook "no-forbidden-names" denied the request: the name "forbidden" is reserved` {
+		t.Fatalf("message %q", st.Message)
+	}
+	do(t, ts, "POST", cmPath, `{"metadata":{"name":"kept","labels":{"keep":"yes"}}}`, admin...)
+	do(t, ts, "DELETE", cmPath+"/kept", "", admin...).status(t, 403, meta.StatusReasonForbidden)
+	if do(t, ts, "GET", cmPath+"/kept", "", admin...).code != 200 {
+		t.Fatal("a refused delete removed the object")
+	}
+	if r := do(t, ts, "POST", cmPath+"?dryRun=All", `{"metadata":{"name":"dry"}}`, admin...); r.code != 201 {
+		t.Fatalf("dry run through side-effect-free hooks: %d %s", r.code, r.body)
+	}
+	mu.Lock()
+	joined := strings.Join(seen, "\n")
+	mu.Unlock()
+	for _, want := range []string{"CREATE a dry=false old=false", "DELETE kept dry=false old=true", "CREATE dry dry=true old=false"} {
+		if !strings.Contains(joined, want) {
+			t.Fatalf("validating hook calls %q lack %q", joined, want)
+		}
+	}
+
+	// A hook with side effects fails dry runs (and only dry runs).
+	ts2 := securedServer(t, nil, func(c *Config) {
+		c.Admission = []registry.AdmissionHook{{Name: "notifier", SideEffects: registry.SideEffectsSome,
+			Validate: func(context.Context, *registry.AdmissionRequest) error { return nil }}}
+	})
+	st = do(t, ts2, "POST", cmPath+"?dryRun=All", `{"metadata":{"name":"x"}}`, admin...).status(t, 400, meta.StatusReasonBadRequest)
+	if !strings.Contains(st.Message, `"notifier" has side effects`) {
+		t.Fatalf("message %q", st.Message)
+	}
+	if r := do(t, ts2, "POST", cmPath, `{"metadata":{"name":"x"}}`, admin...); r.code != 201 {
+		t.Fatalf("real request through a side-effect hook: %d %s", r.code, r.body)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	ts := securedServer(t, nil, func(c *Config) { c.Metrics = reg })
+	admin := bearer("admin-token")
+	do(t, ts, "POST", cmPath, `{"metadata":{"name":"m"}}`, admin...)
+	do(t, ts, "GET", cmPath+"/m", "", admin...)
+	do(t, ts, "GET", cmPath+"/missing", "", admin...)
+	do(t, ts, "GET", cmPath, "", bearer("nobody-token")...)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			key := f.GetName()
+			for _, l := range m.GetLabel() {
+				key += "," + l.GetName() + "=" + l.GetValue()
+			}
+			switch {
+			case m.Counter != nil:
+				got[key] = m.Counter.GetValue()
+			case m.Histogram != nil:
+				got[key] = float64(m.Histogram.GetSampleCount())
+			case m.Gauge != nil:
+				got[key] = m.Gauge.GetValue()
+			}
+		}
+	}
+	for key, want := range map[string]float64{
+		"apiserver_request_total,code=201,component=apiserver,group=,resource=configmaps,scope=namespace,subresource=,verb=create,version=v1": 1,
+		"apiserver_request_total,code=200,component=apiserver,group=,resource=configmaps,scope=resource,subresource=,verb=get,version=v1":     1,
+		"apiserver_request_total,code=404,component=apiserver,group=,resource=configmaps,scope=resource,subresource=,verb=get,version=v1":     1,
+		"apiserver_request_total,code=403,component=apiserver,group=,resource=configmaps,scope=namespace,subresource=,verb=list,version=v1":   1,
+		"kapi_storage_operation_duration_seconds,operation=create,result=ok":                                                                  2, // the default namespaces too
+	} {
+		if got[key] < want {
+			t.Errorf("%s = %v, want at least %v", key, got[key], want)
+		}
+	}
 }

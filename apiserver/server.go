@@ -21,11 +21,13 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kapi-dev/kapi/apiserver/auth"
 	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/storage"
+	"github.com/kapi-dev/kapi/watch"
 )
 
 // Config configures a Server.
@@ -52,6 +54,15 @@ type Config struct {
 	// ControllerResync is how often the controllers re-examine everything
 	// even without changes. Default 30s.
 	ControllerResync time.Duration
+	// Elector, when set, runs the controllers only while this instance is
+	// the leader among the instances serving one API (several servers over
+	// one etcd: use storage/etcd's Store.Elector). Default: this instance
+	// always leads.
+	Elector Elector
+	// Watch tunes the watch caches and watches (window, buffers, bookmark
+	// interval, default watch timeout). The zero value is the default; see
+	// watch.Settings.
+	Watch watch.Settings
 
 	// Authenticator identifies the user of each request (see package auth).
 	// Requests it does not recognise are refused with 401 unless
@@ -73,6 +84,13 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Audit, when set, receives one record per request.
 	Audit AuditSink
+	// Admission hooks run for every type, before each type's own
+	// (registry.Resource.Admission).
+	Admission []registry.AdmissionHook
+	// Metrics, when set, is where the server registers its Prometheus
+	// metrics (request counts and latency, in-flight requests, watches,
+	// storage latency, object counts). Serve it with promhttp yourself.
+	Metrics prometheus.Registerer
 }
 
 // VersionInfo is the body of /version.
@@ -100,6 +118,7 @@ type Server struct {
 
 	authorizer auth.Authorizer
 	limiter    *limiter
+	metrics    *metrics
 
 	stopControllers context.CancelFunc
 	controllersDone chan struct{}
@@ -132,11 +151,19 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.DefaultNamespaces == nil {
 		cfg.DefaultNamespaces = []string{"default"}
 	}
-	reg, err := registry.New(registry.Config{Storage: cfg.Storage, KeyPrefix: cfg.KeyPrefix, Logger: cfg.Logger, ControllerResync: cfg.ControllerResync})
+	var m *metrics
+	if cfg.Metrics != nil {
+		var err error
+		if m, err = newMetrics(cfg.Metrics); err != nil {
+			return nil, fmt.Errorf("apiserver: registering metrics: %w", err)
+		}
+		cfg.Storage = instrumentedStore{Store: cfg.Storage, m: m}
+	}
+	reg, err := registry.New(registry.Config{Storage: cfg.Storage, KeyPrefix: cfg.KeyPrefix, Logger: cfg.Logger, ControllerResync: cfg.ControllerResync, Admission: cfg.Admission, Watch: cfg.Watch})
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, reg: reg, authorizer: cfg.Authorizer,
+	s := &Server{cfg: cfg, log: cfg.Logger, reg: reg, authorizer: cfg.Authorizer, metrics: m,
 		limiter: newLimiter(cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight, cfg.RequestTimeout)}
 	if s.authorizer == nil {
 		s.authorizer = auth.AlwaysAllow()
@@ -155,19 +182,47 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.controllersDone = make(chan struct{})
 		go func() {
 			defer close(s.controllersDone)
-			reg.RunControllers(cctx)
+			if s.metrics == nil {
+				s.runControllers(cctx)
+				return
+			}
+			done := make(chan struct{})
+			go func() { defer close(done); s.countObjects(cctx) }()
+			s.runControllers(cctx)
+			<-done
 		}()
 	}
 	return s, nil
 }
 
+// Elector runs work only while this instance leads the instances that
+// serve one API (see Config.Elector).
+type Elector interface {
+	// Run calls lead each time this instance becomes leader, with a context
+	// that ends when leadership does, and returns when ctx ends. lead must
+	// return when its context ends.
+	Run(ctx context.Context, lead func(ctx context.Context))
+}
+
+// runControllers runs the registry's controllers until ctx ends, while
+// leading when there is an Elector.
+func (s *Server) runControllers(ctx context.Context) {
+	if s.cfg.Elector == nil {
+		s.reg.RunControllers(ctx)
+		return
+	}
+	s.cfg.Elector.Run(ctx, s.reg.RunControllers)
+}
+
 // Close stops the server's background controllers (namespace cleanup and
-// garbage collection). It does not close the storage, which the caller owns.
+// garbage collection) and watch caches (open watches end). It does not close
+// the storage, which the caller owns.
 func (s *Server) Close() error {
 	if s.stopControllers != nil {
 		s.stopControllers()
 		<-s.controllersDone
 	}
+	s.reg.Close() // stops the watch caches; open watches end
 	return nil
 }
 
@@ -200,6 +255,9 @@ func (s *Server) ensureNamespaces(ctx context.Context) error {
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
 	r.Use(s.recoverer)
+	if s.metrics != nil {
+		r.Use(s.instrument)
+	}
 	if s.cfg.Audit != nil {
 		r.Use(s.audit)
 	}

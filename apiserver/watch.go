@@ -1,25 +1,31 @@
 package apiserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/watch"
 )
 
-// defaultBookmarkInterval is how often a watch that asked for bookmarks gets
-// one, as kube-apiserver (about once a minute).
-const defaultBookmarkInterval = time.Minute
+// watchWriteTimeout bounds how long one write to a watch client may block: a
+// client that reads nothing for that long is gone or hopelessly slow, and its
+// watch ends (it resumes from its last resourceVersion).
+const watchWriteTimeout = time.Minute
 
-// handleWatch streams watch events as newline-delimited JSON, flushing each.
+// handleWatch serves the watch verb: a stream of newline-delimited JSON
+// events, chunked and flushed as events come. Errors found before the stream
+// starts are ordinary Status responses; afterwards they are ERROR events.
 func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo) {
 	q := r.URL.Query()
-	if _, _, err := negotiateObject(r, false); err != nil {
+	enc, contentType, err := s.watchEncoder(r, st.Resource())
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -28,96 +34,166 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, st *registr
 		s.writeError(w, r, err)
 		return
 	}
-	opts := registry.WatchOptions{Labels: lo.Labels, Fields: lo.Fields, ResourceVersion: q.Get("resourceVersion")}
-	if info.Name != "" {
-		// GET .../NAME?watch=1 watches one object.
-		sel, err := meta.ParseFieldSelector("metadata.name=" + info.Name)
-		if err != nil {
-			s.writeError(w, r, meta.NewBadRequest(err.Error()))
-			return
-		}
-		opts.Fields = sel
+	opts := registry.WatchOptions{
+		Labels:          lo.Labels,
+		Fields:          lo.Fields,
+		ResourceVersion: q.Get("resourceVersion"),
+		AllowBookmarks:  isTrue(q.Get("allowWatchBookmarks")),
 	}
-	if v := q.Get("sendInitialEvents"); v != "" {
-		b := isTrue(v)
-		if b && q.Get("resourceVersionMatch") != "NotOlderThan" {
-			s.writeError(w, r, meta.NewInvalidOptions("ListOptions", meta.ErrorList{
-				meta.Forbidden(meta.NewPath("sendInitialEvents"), "sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to NotOlderThan"),
-			}))
+	if info.Name != "" {
+		// GET .../NAME?watch=1 watches one object: metadata.name=NAME, with
+		// any field selector given as well.
+		var reqs []meta.FieldRequirement
+		if fs, ok := lo.Fields.(meta.FieldSelector); ok {
+			if v, found := fs.RequiresExactMatch("metadata.name"); found && v != info.Name {
+				s.writeError(w, r, meta.NewBadRequest("fieldSelector metadata.name doesn't match requested name"))
+				return
+			}
+			reqs = fs.Requirements()
+		}
+		reqs = append(reqs, meta.FieldRequirement{Field: "metadata.name", Operator: meta.FieldOpEquals, Value: info.Name})
+		opts.Fields = meta.NewFieldSelector(reqs...)
+	}
+	if v, ok := q["sendInitialEvents"]; ok && len(v) > 0 {
+		b, err := strconv.ParseBool(v[0])
+		if err != nil {
+			s.writeError(w, r, meta.NewBadRequest(fmt.Sprintf("invalid sendInitialEvents %q: %v", v[0], err)))
 			return
 		}
 		opts.SendInitialEvents = &b
 	}
-	bookmarks := isTrue(q.Get("allowWatchBookmarks"))
-	if bookmarks {
-		opts.ProgressInterval = defaultBookmarkInterval
+	if errs := validateWatchOptions(opts.SendInitialEvents, q.Get("resourceVersionMatch")); len(errs) > 0 {
+		s.writeError(w, r, meta.NewInvalidOptions("ListOptions", errs))
+		return
 	}
 	ctx := r.Context()
 	if ts := q.Get("timeoutSeconds"); ts != "" {
 		n, err := strconv.ParseInt(ts, 10, 64)
 		if err != nil || n < 0 {
-			s.writeError(w, r, meta.NewBadRequest("invalid timeoutSeconds"))
+			s.writeError(w, r, meta.NewBadRequest(fmt.Sprintf("invalid timeoutSeconds %q", ts)))
 			return
 		}
 		if n > 0 {
-			var cancel func()
+			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, time.Duration(n)*time.Second)
 			defer cancel()
 		}
 	}
-	events, err := st.Watch(ctx, info.Namespace, opts)
+	opts.Encoder = enc
+	wt, err := st.Watch(ctx, info.Namespace, opts)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	flusher, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Transfer-Encoding", "chunked")
+	defer wt.Stop()
+
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Transfer-Encoding", "chunked") // HTTP/2 drops it
 	w.WriteHeader(http.StatusOK)
-	if flusher != nil {
-		flusher.Flush()
+	if err := rc.Flush(); err != nil {
+		return
 	}
-	res := st.Resource()
-	var buf bytes.Buffer
-	for ev := range events {
-		buf.Reset()
-		switch ev.Type {
-		case registry.Bookmark:
-			if !bookmarks && !ev.InitialEventsEnd {
-				continue
+	deadline, hasDeadline := ctx.Deadline()
+	var writeDeadline time.Time // the one set on the connection
+	buf := make([]byte, 0, 32<<10)
+	for {
+		buf, err = wt.Next(buf[:0])
+		if len(buf) > 0 {
+			// Bound the write (moving the deadline only now and then: it
+			// costs a call into the network poller).
+			if now := time.Now(); writeDeadline.Sub(now) < watchWriteTimeout/2 {
+				writeDeadline = now.Add(watchWriteTimeout)
+				if hasDeadline && deadline.Before(writeDeadline) {
+					writeDeadline = deadline.Add(time.Second)
+				}
+				_ = rc.SetWriteDeadline(writeDeadline) // unsupported writers just block
 			}
-			buf.WriteString(`{"type":"BOOKMARK","object":{"kind":`)
-			writeJSONString(&buf, res.Kind)
-			buf.WriteString(`,"apiVersion":`)
-			writeJSONString(&buf, res.APIVersion())
-			buf.WriteString(`,"metadata":{"resourceVersion":"`)
-			buf.WriteString(strconv.FormatInt(ev.Revision, 10))
-			buf.WriteByte('"')
-			if ev.InitialEventsEnd {
-				buf.WriteString(`,"annotations":{"k8s.io/initial-events-end":"true"}`)
+			if _, werr := w.Write(buf); werr != nil {
+				s.log.Debug("watch client write failed", "path", r.URL.Path, "error", werr)
+				return
 			}
-			buf.WriteString("}}}\n")
-		case registry.Error:
-			se, ok := meta.AsStatusError(ev.Err)
-			if !ok {
-				se = meta.NewInternalError(ev.Err)
+			if werr := rc.Flush(); werr != nil {
+				return
 			}
-			status, _ := json.Marshal(se.Status)
-			buf.WriteString(`{"type":"ERROR","object":`)
-			buf.Write(status)
-			buf.WriteString("}\n")
-		default:
-			buf.WriteString(`{"type":"`)
-			buf.WriteString(ev.Type)
-			buf.WriteString(`","object":`)
-			buf.Write(ev.Object)
-			buf.WriteString("}\n")
 		}
-		if _, err := w.Write(buf.Bytes()); err != nil {
+		if err != nil {
+			if !errors.Is(err, watch.ErrEnded) {
+				s.log.Debug("watch ended", "path", r.URL.Path, "reason", err)
+			}
 			return
 		}
-		if flusher != nil {
-			flusher.Flush()
+		if cap(buf) > 1<<20 {
+			buf = make([]byte, 0, 32<<10) // give back the memory of a burst
 		}
 	}
+}
+
+// validateWatchOptions checks sendInitialEvents and resourceVersionMatch as
+// kube-apiserver does for a watch.
+func validateWatchOptions(sendInitialEvents *bool, match string) meta.ErrorList {
+	var errs meta.ErrorList
+	if sendInitialEvents != nil && match != "NotOlderThan" {
+		errs = append(errs, meta.Forbidden(meta.NewPath("resourceVersionMatch"),
+			"sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+	}
+	if match != "" {
+		if sendInitialEvents == nil {
+			errs = append(errs, meta.Forbidden(meta.NewPath("resourceVersionMatch"),
+				"resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+		}
+		if match != "NotOlderThan" {
+			errs = append(errs, meta.NotSupported(meta.NewPath("resourceVersionMatch"), match, []string{"NotOlderThan"}))
+		}
+	}
+	return errs
+}
+
+// jsonWatchEncoder encodes watch events as kube-apiserver's JSON stream: one
+// {"type":...,"object":...} document per line. It is a comparable value, so
+// that frames are shared by every JSON watcher of a type.
+type jsonWatchEncoder struct {
+	kind, apiVersion string
+}
+
+func (e jsonWatchEncoder) AppendEvent(dst []byte, typ watch.EventType, obj *watch.Object, rev int64) ([]byte, error) {
+	n := len(dst)
+	dst = append(dst, `{"type":"`...)
+	dst = append(dst, typ.String()...)
+	dst = append(dst, `","object":`...)
+	dst, err := registry.AppendObjectJSON(dst, obj.Value, rev)
+	if err != nil {
+		return dst[:n], err
+	}
+	return append(dst, "}\n"...), nil
+}
+
+func (e jsonWatchEncoder) AppendBookmark(dst []byte, rev int64, initialEventsEnd bool) ([]byte, error) {
+	dst = append(dst, `{"type":"BOOKMARK","object":{"kind":`...)
+	dst = appendJSONString(dst, e.kind)
+	dst = append(dst, `,"apiVersion":`...)
+	dst = appendJSONString(dst, e.apiVersion)
+	dst = append(dst, `,"metadata":{"resourceVersion":"`...)
+	dst = strconv.AppendInt(dst, rev, 10)
+	dst = append(dst, '"')
+	if initialEventsEnd {
+		dst = append(dst, `,"annotations":{"k8s.io/initial-events-end":"true"}`...)
+	}
+	return append(dst, "}}}\n"...), nil
+}
+
+func (e jsonWatchEncoder) AppendError(dst []byte, err error) []byte {
+	se, ok := meta.AsStatusError(err)
+	if !ok {
+		se = meta.NewInternalError(err)
+	}
+	status, _ := json.Marshal(se.Status)
+	dst = append(dst, `{"type":"ERROR","object":`...)
+	dst = append(dst, status...)
+	return append(dst, "}\n"...)
+}
+
+func appendJSONString(dst []byte, s string) []byte {
+	b, _ := json.Marshal(s)
+	return append(dst, b...)
 }

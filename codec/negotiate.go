@@ -97,8 +97,25 @@ func ParseAccept(header string) []MediaType {
 			out = append(out, mt)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Q > out[j].Q })
+	// By q-value, then the more specific first (type/subtype before
+	// type/* before */*), then in order of appearance.
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Q != out[j].Q {
+			return out[i].Q > out[j].Q
+		}
+		return out[i].specificity() > out[j].specificity()
+	})
 	return out
+}
+
+func (m MediaType) specificity() int {
+	switch {
+	case m.Type == "*":
+		return 0
+	case m.Subtype == "*":
+		return 1
+	}
+	return 2
 }
 
 // splitAccept splits on commas outside quotes.
@@ -149,4 +166,103 @@ func Negotiate(accept string, offers []MediaType) (int, MediaType) {
 		}
 	}
 	return -1, MediaType{}
+}
+
+// Format is a serialisation of a response body.
+type Format uint8
+
+// Formats, in the order kapi prefers them when a wildcard allows several.
+const (
+	FormatJSON Format = iota + 1
+	FormatYAML
+	FormatProtobuf
+)
+
+var formatTypes = [...]string{FormatJSON: MediaJSON, FormatYAML: MediaYAML, FormatProtobuf: MediaProtobuf}
+
+// MediaType returns the media type of the format, e.g. "application/json".
+func (f Format) MediaType() string {
+	if int(f) < len(formatTypes) {
+		return formatTypes[f]
+	}
+	return ""
+}
+
+// Conversion targets of the Accept parameter "as" (group meta.k8s.io).
+const (
+	AsTable                     = "Table"
+	AsPartialObjectMetadata     = "PartialObjectMetadata"
+	AsPartialObjectMetadataList = "PartialObjectMetadataList"
+)
+
+// MetaGroup is the group of the conversion targets.
+const MetaGroup = "meta.k8s.io"
+
+// Choice is a negotiated representation: a format and, when the client asked
+// for one, a conversion of the body (as=Table;g=meta.k8s.io;v=v1).
+type Choice struct {
+	Format Format
+	// As is "" (the object itself), AsTable, AsPartialObjectMetadata or
+	// AsPartialObjectMetadataList.
+	As string
+	// Version is the meta.k8s.io version of As: "v1" or "v1beta1".
+	Version string
+	// Pretty is set by the media type parameter pretty=1.
+	Pretty bool
+}
+
+// Choose picks the representation an Accept header prefers among those allow
+// admits. Entries are tried by preference (ParseAccept); each entry is tried
+// as JSON, YAML and protobuf, in this order, where its type admits them.
+// Entries asking for a conversion kapi does not know (as, g and v other than
+// Table, PartialObjectMetadata or PartialObjectMetadataList in meta.k8s.io
+// v1 or v1beta1) or for a stream other than "watch" are skipped. An empty
+// header chooses JSON.
+func Choose(accept string, allow func(Choice) bool) (Choice, bool) {
+	if strings.TrimSpace(accept) == "" {
+		c := Choice{Format: FormatJSON}
+		return c, allow(c)
+	}
+	for _, a := range ParseAccept(accept) {
+		c, ok := choiceParams(a)
+		if !ok {
+			continue
+		}
+		for f := FormatJSON; f <= FormatProtobuf; f++ {
+			mt := f.MediaType()
+			slash := strings.IndexByte(mt, '/')
+			if (a.Type != "*" && a.Type != mt[:slash]) || (a.Subtype != "*" && a.Subtype != mt[slash+1:]) {
+				continue
+			}
+			c.Format = f
+			if allow(c) {
+				return c, true
+			}
+		}
+	}
+	return Choice{}, false
+}
+
+// choiceParams reads the Kubernetes parameters of an Accept entry.
+func choiceParams(a MediaType) (Choice, bool) {
+	var c Choice
+	as, hasAs := a.Params["as"]
+	g, hasG := a.Params["g"]
+	v, hasV := a.Params["v"]
+	if hasAs || hasG || hasV {
+		switch as {
+		case AsTable, AsPartialObjectMetadata, AsPartialObjectMetadataList:
+		default:
+			return c, false
+		}
+		if g != MetaGroup || (v != "v1" && v != "v1beta1") {
+			return c, false
+		}
+		c.As, c.Version = as, v
+	}
+	if s, ok := a.Params["stream"]; ok && s != "" && s != "watch" {
+		return c, false
+	}
+	c.Pretty = a.Params["pretty"] == "1"
+	return c, true
 }

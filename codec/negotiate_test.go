@@ -50,3 +50,51 @@ func TestParseMediaType(t *testing.T) {
 		}
 	}
 }
+
+func TestChoose(t *testing.T) {
+	// An endpoint like a built-in type's object: JSON, YAML and protobuf;
+	// Table in JSON and YAML only; PartialObjectMetadata in every format.
+	builtin := func(c Choice) bool { return c.As != AsTable || c.Format != FormatProtobuf }
+	// A custom resource: no protobuf for the object itself.
+	custom := func(c Choice) bool {
+		return (c.As == "" && c.Format != FormatProtobuf) || c.As == AsPartialObjectMetadata || (c.As == AsTable && c.Format != FormatProtobuf)
+	}
+	tests := []struct {
+		accept string
+		allow  func(Choice) bool
+		want   Choice
+		ok     bool
+	}{
+		{"", builtin, Choice{Format: FormatJSON}, true},
+		{"*/*", builtin, Choice{Format: FormatJSON}, true},
+		{"application/*", builtin, Choice{Format: FormatJSON}, true},
+		{"application/yaml", builtin, Choice{Format: FormatYAML}, true},
+		{"application/vnd.kubernetes.protobuf", builtin, Choice{Format: FormatProtobuf}, true},
+		{"application/vnd.kubernetes.protobuf", custom, Choice{}, false},
+		{"application/vnd.kubernetes.protobuf, application/json", custom, Choice{Format: FormatJSON}, true},
+		{"application/vnd.kubernetes.protobuf,application/json", builtin, Choice{Format: FormatProtobuf}, true},
+		{"application/json;as=Table;g=meta.k8s.io;v=v1", builtin, Choice{Format: FormatJSON, As: AsTable, Version: "v1"}, true},
+		{"application/json;as=Table;v=v1beta1;g=meta.k8s.io, application/json", builtin, Choice{Format: FormatJSON, As: AsTable, Version: "v1beta1"}, true},
+		{"application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1", builtin, Choice{}, false},
+		{"application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1, application/json", builtin, Choice{Format: FormatJSON}, true},
+		{"application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json", custom,
+			Choice{Format: FormatProtobuf, As: AsPartialObjectMetadata, Version: "v1"}, true},
+		{"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v2", builtin, Choice{}, false},
+		{"application/json;as=Table;g=example.dev;v=v1, application/yaml", builtin, Choice{Format: FormatYAML}, true},
+		{"application/json;as=Foo;g=meta.k8s.io;v=v1", builtin, Choice{}, false},
+		{"application/json;g=meta.k8s.io;v=v1", builtin, Choice{}, false},
+		{"application/json;stream=watch", builtin, Choice{Format: FormatJSON}, true},
+		{"application/json;stream=other", builtin, Choice{}, false},
+		{"application/json;pretty=1", builtin, Choice{Format: FormatJSON, Pretty: true}, true},
+		{"application/json;q=0.5, application/yaml", builtin, Choice{Format: FormatYAML}, true},
+		{"*/*, application/yaml", builtin, Choice{Format: FormatYAML}, true},
+		{"application/json;q=0, */*;q=0.1", builtin, Choice{Format: FormatJSON}, true},
+		{"text/html", builtin, Choice{}, false},
+	}
+	for _, tt := range tests {
+		got, ok := Choose(tt.accept, tt.allow)
+		if ok != tt.ok || got != tt.want {
+			t.Errorf("Choose(%q) = %+v, %v; want %+v, %v", tt.accept, got, ok, tt.want, tt.ok)
+		}
+	}
+}

@@ -24,7 +24,13 @@ import (
 // Revision arguments follow one rule: 0 means "the latest committed revision";
 // a positive value names an exact store revision, which must lie inside the
 // retention window (older: a *CompactedError) and must already be committed
-// (newer: a *FutureRevisionError).
+// (newer: a *FutureRevisionError); a negative one is ErrInvalid.
+//
+// Keys must be non-empty and at most a backend-specific length (otherwise
+// ErrInvalid); a value longer than the backend's limit fails with ErrTooLarge.
+// Byte slices returned by Get, List and Delete belong to the caller; the
+// slices of watch events may be shared between watchers and must be treated
+// as read-only.
 type Store interface {
 	// Get returns the value of key as of revision (0 = latest). A key that does
 	// not exist at that revision returns ErrNotFound.
@@ -66,11 +72,13 @@ type Store interface {
 	CompactedRevision(ctx context.Context) (int64, error)
 
 	// Compact discards history older than revision. Backends also compact on
-	// their own according to their retention settings.
+	// their own according to their retention settings. Compacting at or below
+	// the compacted revision does nothing; a revision newer than the current
+	// one fails with a *FutureRevisionError.
 	Compact(ctx context.Context, revision int64) error
 
 	// Close releases the store. Pending and later calls fail with ErrClosed and
-	// open watches end with an event carrying ErrClosed.
+	// open watches end with an event carrying ErrClosed. Close is idempotent.
 	Close() error
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/schema"
+	"github.com/kapi-dev/kapi/codec"
 )
 
 // mustSchema parses an OpenAPI v3 schema written as JSON; it is only used on
@@ -38,6 +39,7 @@ func Namespaces() Resource {
 "spec":{"type":"object","description":"Spec defines the behavior of the Namespace.","properties":{"finalizers":{"type":"array","items":{"type":"string"},"description":"Finalizers is an opaque list of values that must be empty to permanently remove object from storage."}}},
 "status":{"type":"object","description":"Status describes the current status of a Namespace.","properties":{"phase":{"type":"string","description":"Phase is the current lifecycle phase of the namespace."},"conditions":{"type":"array","items":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}}}}`),
 		Subresources: Subresources{Status: true},
+		Protobuf:     namespaceMessage,
 		PrinterColumns: []Column{
 			{Name: "Status", Type: "string", JSONPath: ".status.phase", Description: "The phase of the namespace."},
 			ageColumn,
@@ -93,6 +95,30 @@ func Namespaces() Resource {
 	}
 }
 
+// Protobuf messages of the built-in types, wire-compatible with
+// k8s.io/api/core/v1 (generated.proto).
+var (
+	configMapMessage = codec.MustMessage("ConfigMap",
+		codec.Field{Name: "metadata", Number: 1, Kind: codec.MessageKind, Message: codec.ObjectMetaMessage},
+		codec.Field{Name: "data", Number: 2, Kind: codec.String, Map: true},
+		codec.Field{Name: "binaryData", Number: 3, Kind: codec.Bytes, Map: true},
+		codec.Field{Name: "immutable", Number: 4, Kind: codec.Bool, Keep: true},
+	)
+	namespaceMessage = codec.MustMessage("Namespace",
+		codec.Field{Name: "metadata", Number: 1, Kind: codec.MessageKind, Message: codec.ObjectMetaMessage},
+		codec.Field{Name: "spec", Number: 2, Kind: codec.MessageKind, Message: codec.MustMessage("NamespaceSpec",
+			codec.Field{Name: "finalizers", Number: 1, Kind: codec.String, Repeated: true})},
+		codec.Field{Name: "status", Number: 3, Kind: codec.MessageKind, Message: codec.MustMessage("NamespaceStatus",
+			codec.Field{Name: "phase", Number: 1, Kind: codec.String},
+			codec.Field{Name: "conditions", Number: 2, Kind: codec.MessageKind, Repeated: true, Message: codec.MustMessage("NamespaceCondition",
+				codec.Field{Name: "type", Number: 1, Kind: codec.String},
+				codec.Field{Name: "status", Number: 2, Kind: codec.String},
+				codec.Field{Name: "lastTransitionTime", Number: 4, Kind: codec.Time},
+				codec.Field{Name: "reason", Number: 5, Kind: codec.String},
+				codec.Field{Name: "message", Number: 6, Kind: codec.String})})},
+	)
+)
+
 // NamespaceFinalizer is the spec finalizer of every namespace: the namespace
 // controller removes it once the namespace is empty.
 const NamespaceFinalizer = "kubernetes"
@@ -124,6 +150,7 @@ func ConfigMaps() Resource {
 "data":{"type":"object","additionalProperties":{"type":"string"},"description":"Data contains the configuration data."},
 "binaryData":{"type":"object","additionalProperties":{"type":"string","format":"byte"},"description":"BinaryData contains the binary data."},
 "immutable":{"type":"boolean","description":"Immutable, if set to true, ensures that data stored in the ConfigMap cannot be updated."}}}`),
+		Protobuf: configMapMessage,
 		PrinterColumns: []Column{
 			{Name: "Data", Type: "integer", Description: "The number of keys in data and binaryData.", Value: func(obj Object) any {
 				d, _ := obj["data"].(map[string]any)

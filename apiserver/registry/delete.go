@@ -79,6 +79,13 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts DeleteOptions)
 		if err := opts.check(gr, name, obj); err != nil {
 			return nil, err
 		}
+		areq := &AdmissionRequest{Operation: OperationDelete, Namespace: ns, Name: name, OldObject: obj, DryRun: opts.DryRun}
+		if err := s.admit(ctx, true, areq); err != nil {
+			return nil, err
+		}
+		if err := s.admit(ctx, false, areq); err != nil {
+			return nil, err
+		}
 		md := obj["metadata"].(map[string]any)
 		if _, deleting := md["deletionTimestamp"]; deleting {
 			// Already being deleted: a later delete may only ask for the

@@ -65,6 +65,12 @@ func (s *Store) listWithTypeMeta(ctx context.Context, ns string, opts ListOption
 	if err != nil {
 		return nil, err
 	}
+	if opts.ResourceVersion == "0" && opts.Continue == "" {
+		// "Any": the watch cache's state may serve it (watch.go).
+		if out, ok, err := s.listFromCache(ctx, ns, opts, typeMeta); ok || err != nil {
+			return out, err
+		}
+	}
 	filtered := opts.Labels != nil || opts.Fields != nil
 	out := &ListResult{}
 	st := s.reg.cfg.Storage
@@ -224,6 +230,15 @@ func (s *Store) selectable(field string) bool {
 		}
 	}
 	return false
+}
+
+// Count returns the number of stored objects of the type.
+func (s *Store) Count(ctx context.Context) (int64, error) {
+	page, err := s.reg.cfg.Storage.List(ctx, storage.ListOptions{Prefix: s.prefix, Limit: 1, KeysOnly: true})
+	if err != nil {
+		return 0, err
+	}
+	return int64(len(page.Items)) + max(page.Remaining, 0), nil
 }
 
 // SelectableFieldList renders the fields a field selector may use, quoted

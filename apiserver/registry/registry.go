@@ -13,6 +13,7 @@ import (
 
 	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/storage"
+	"github.com/kapi-dev/kapi/watch"
 )
 
 // Config configures a Registry.
@@ -38,9 +39,14 @@ type Config struct {
 	// ControllerRetry is how soon a controller looks again at work that is
 	// waiting for finalizers. Default 1s.
 	ControllerRetry time.Duration
+	// Admission hooks run for every type, before the type's own.
+	Admission []AdmissionHook
 	// MaxObjectSize limits the encoded size of one object (413 beyond).
 	// Default 1.5 MiB, as etcd's default request limit in Kubernetes.
 	MaxObjectSize int
+	// Watch tunes the watch caches (one per type, started by the first
+	// watch or resourceVersion=0 read). The zero value is the default.
+	Watch watch.Settings
 }
 
 // Registry is the live set of resource types an API serves. It is safe for
@@ -106,10 +112,14 @@ func (r *Registry) Register(res Resource) error {
 			return fmt.Errorf("registry: kind %s is already served by %s", res.Kind, other.Resource)
 		}
 	}
+	old := r.stores[gvr]
 	r.stores[gvr] = newStore(r, &res)
 	r.gen++
 	listeners := append([]func(){}, r.listeners...)
 	r.mu.Unlock()
+	if old != nil {
+		old.stopWatchCache() // its watches end; clients reconnect to the new one
+	}
 	for _, l := range listeners {
 		l()
 	}
@@ -120,7 +130,8 @@ func (r *Registry) Register(res Resource) error {
 // and are served again if the type is registered again.
 func (r *Registry) Unregister(gvr meta.GroupVersionResource) error {
 	r.mu.Lock()
-	if _, ok := r.stores[gvr]; !ok {
+	old, ok := r.stores[gvr]
+	if !ok {
 		r.mu.Unlock()
 		return fmt.Errorf("registry: %s/%s is not registered", gvr.GroupVersion(), gvr.Resource)
 	}
@@ -128,6 +139,7 @@ func (r *Registry) Unregister(gvr meta.GroupVersionResource) error {
 	r.gen++
 	listeners := append([]func(){}, r.listeners...)
 	r.mu.Unlock()
+	old.stopWatchCache()
 	for _, l := range listeners {
 		l()
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/schema"
+	"github.com/kapi-dev/kapi/codec"
 )
 
 // Object is a generic decoded JSON object.
@@ -52,6 +53,15 @@ type Resource struct {
 	SelectableFields []string
 	// Strategy holds optional hooks; nil hooks do nothing.
 	Strategy Strategy
+	// Admission are the type's admission hooks (after the registry's own).
+	Admission []AdmissionHook
+	// Protobuf, when set, is the type's protobuf message, wire-compatible
+	// with the generated type of its clients (field numbers and types):
+	// objects and lists are then served as application/vnd.kubernetes.protobuf
+	// and accepted in request bodies. Without it a protobuf-only request is
+	// answered 406 and a protobuf body 415, as kube-apiserver does for custom
+	// resources. The list kind is always ListMeta metadata = 1, items = 2.
+	Protobuf *codec.Message
 	// Options tune the generic lifecycle where built-in and custom types of
 	// Kubernetes differ.
 	Options Options
@@ -135,6 +145,11 @@ type Strategy struct {
 // GroupVersion returns the group version of the resource.
 func (r *Resource) GroupVersion() meta.GroupVersion {
 	return meta.GroupVersion{Group: r.Group, Version: r.Version}
+}
+
+// GroupVersionResource returns the group, version and resource name.
+func (r *Resource) GroupVersionResource() meta.GroupVersionResource {
+	return meta.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
 }
 
 // GroupResource returns the group and resource name.

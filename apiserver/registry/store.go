@@ -11,6 +11,7 @@ import (
 
 	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/schema"
+	"github.com/kapi-dev/kapi/patch"
 	"github.com/kapi-dev/kapi/storage"
 )
 
@@ -19,7 +20,9 @@ import (
 type Store struct {
 	reg    *Registry
 	res    *Resource
-	prefix []byte // storage prefix of every object of the type, ends in '/'
+	prefix []byte              // storage prefix of every object of the type, ends in '/'
+	fields *patch.FieldManager // managedFields and server-side apply
+	watch  watchCacheHolder    // the type's watch cache, started on first use (watch.go)
 }
 
 func newStore(reg *Registry, res *Resource) *Store {
@@ -27,8 +30,13 @@ func newStore(reg *Registry, res *Resource) *Store {
 		reg:    reg,
 		res:    res,
 		prefix: []byte(reg.cfg.KeyPrefix + groupDir(res.Group) + "/" + res.Resource + "/"),
+		fields: patch.NewFieldManager(res.Schema, res.GroupVersionKind(), res.Subresources.Status),
 	}
 }
+
+// FieldManager returns the field manager of the type: server-side apply and
+// metadata.managedFields.
+func (s *Store) FieldManager() *patch.FieldManager { return s.fields }
 
 // Resource returns the registration the store serves.
 func (s *Store) Resource() *Resource { return s.res }
@@ -66,6 +74,13 @@ type WriteOptions struct {
 	UnknownFields []string
 	// Subresource is "status" for writes to /status: only .status changes.
 	Subresource string
+	// FieldManager is the manager metadata.managedFields records the write
+	// under (an Update; "" records "unknown").
+	FieldManager string
+	// Applied marks a write a server-side apply computed (see
+	// patch.FieldManager.Apply): the object's metadata.managedFields are
+	// already what they must be, and the store records no Update.
+	Applied bool
 }
 
 // Result is the outcome of a write: the object as stored, encoded as JSON.
@@ -86,6 +101,12 @@ type Result struct {
 // Get returns the object ns/name as JSON. resourceVersion follows the get
 // semantics of the API: "" most recent, "0" any, other values not older than.
 func (s *Store) Get(ctx context.Context, ns, name, resourceVersion string) ([]byte, error) {
+	if resourceVersion == "0" {
+		// "Any": the watch cache's state may serve it (watch.go).
+		if body, ok, err := s.getFromCache(ctx, ns, name); ok || err != nil {
+			return body, err
+		}
+	}
 	if err := s.waitForRV(ctx, resourceVersion); err != nil {
 		return nil, err
 	}
@@ -205,8 +226,17 @@ func (s *Store) Create(ctx context.Context, ns string, obj Object, opts WriteOpt
 	if h := res.Strategy.PrepareForCreate; h != nil {
 		h(ctx, obj)
 	}
+	areq := &AdmissionRequest{Operation: OperationCreate, Namespace: ns, Name: name, Object: obj, DryRun: opts.DryRun}
+	if err := s.admit(ctx, true, areq); err != nil {
+		return nil, err
+	}
+	obj = areq.Object
+	s.manageFields(nil, obj, obj, opts)
 	if errs := s.validate(ctx, obj, nil); len(errs) > 0 {
 		return nil, meta.NewInvalid(res.GroupVersionKind(), name, errs)
+	}
+	if err := s.admit(ctx, false, areq); err != nil {
+		return nil, err
 	}
 	enc, err := encodeStored(obj)
 	if err != nil {
@@ -312,12 +342,21 @@ func (s *Store) Update(ctx context.Context, ns, name string, obj Object, opts Wr
 				h(ctx, next, old)
 			}
 		}
+		areq := &AdmissionRequest{Operation: OperationUpdate, Subresource: opts.Subresource, Namespace: ns, Name: name, Object: next, OldObject: old, DryRun: opts.DryRun}
+		if err := s.admit(ctx, true, areq); err != nil {
+			return nil, err
+		}
+		next = areq.Object
+		s.manageFields(old, next, obj, opts)
 		errs := checkFinalizersOnUpdate(next, old)
 		if len(errs) == 0 {
 			errs = s.validate(ctx, next, old)
 		}
 		if len(errs) > 0 {
 			return nil, meta.NewInvalid(res.GroupVersionKind(), name, errs)
+		}
+		if err := s.admit(ctx, false, areq); err != nil {
+			return nil, err
 		}
 		enc, err := encodeStored(next)
 		if err != nil {
@@ -353,6 +392,31 @@ func (s *Store) Update(ctx context.Context, ns, name string, obj Object, opts Wr
 		}
 		setRV(next, rev)
 		return &Result{JSON: so.appendJSON(nil, rev, true), Object: next, Warnings: warnings}, nil
+	}
+}
+
+// manageFields sets next's metadata.managedFields for a write (the one
+// field-management step of the store, after mutating admission and before
+// validation): an Update by opts.FieldManager comparing old (nil for a
+// create) with next, or, for a server-side apply (opts.Applied), the
+// managedFields the apply computed, which req (the request's object) carries.
+func (s *Store) manageFields(old, next, req Object, opts WriteOptions) {
+	if opts.Applied {
+		md, _ := next["metadata"].(map[string]any)
+		rmd, _ := req["metadata"].(map[string]any)
+		if md == nil || rmd == nil {
+			return
+		}
+		if mf, ok := rmd["managedFields"]; ok {
+			md["managedFields"] = mf
+		} else {
+			delete(md, "managedFields")
+		}
+		return
+	}
+	if err := s.fields.Update(old, next, opts.FieldManager, opts.Subresource, s.reg.cfg.Now()); err != nil {
+		s.reg.cfg.Logger.Warn("recording managedFields failed; the object is written without them",
+			"resource", s.res.GroupResource().String(), "name", meta.GetName(next), "err", err)
 	}
 }
 

@@ -1,200 +1,359 @@
 package registry
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
+	"strings"
+	"sync"
 
 	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/storage"
+	"github.com/kapi-dev/kapi/watch"
 )
 
 // WatchOptions are the options of a watch.
 type WatchOptions struct {
+	// Labels and Fields, when not nil, keep only matching objects. A change
+	// that makes an object stop matching is sent as DELETED, one that makes
+	// it start matching as ADDED.
 	Labels LabelMatcher
 	Fields FieldMatcher
-	// ResourceVersion follows the watch semantics of the API: "" and "0"
-	// start with synthetic ADDED events for the current state; any other
-	// value streams the changes after it.
+	// ResourceVersion follows the watch semantics of the API: "" starts
+	// with synthetic ADDED events for the most recent state, "0" for any
+	// recent state; any other value streams the changes after it.
 	ResourceVersion string
 	// SendInitialEvents forces (true) or suppresses (false) the synthetic
-	// ADDED events; nil keeps the default of ResourceVersion.
+	// ADDED events; nil keeps the default of ResourceVersion. With true, a
+	// ResourceVersion other than "" and "0" means "not older than".
 	SendInitialEvents *bool
-	// ProgressInterval asks for Bookmark events at about this interval.
-	ProgressInterval time.Duration
+	// AllowBookmarks asks for periodic BOOKMARK events and, with
+	// SendInitialEvents, for the bookmark that ends the initial events.
+	AllowBookmarks bool
+	// Encoder turns events into wire frames (one representation). Required.
+	// It must be comparable; see watch.Encoder. Its AppendError receives a
+	// *meta.StatusError.
+	Encoder watch.Encoder
 }
 
-// Event types of a watch, as on the wire.
-const (
-	Added    = "ADDED"
-	Modified = "MODIFIED"
-	Deleted  = "DELETED"
-	Bookmark = "BOOKMARK"
-	Error    = "ERROR"
-)
-
-// WatchEvent is one event of a watch. Object is the object's JSON (for
-// Bookmark: nil, the caller builds it from Revision; for Error: nil, Err holds
-// a StatusError).
-type WatchEvent struct {
-	Type     string
-	Object   []byte
-	Revision int64
-	// InitialEventsEnd marks the bookmark that ends the initial events.
-	InitialEventsEnd bool
-	Err              error
-}
-
-// Watch streams the changes of the objects in ns ("" = all). The channel
-// closes when ctx ends or after an Error event.
-func (s *Store) Watch(ctx context.Context, ns string, opts WatchOptions) (<-chan WatchEvent, error) {
+// Watch starts a watch on the objects in ns ("" = all), served by the type's
+// watch cache. Errors before the watch starts are Status errors; afterwards
+// an ERROR event carries the Status (410 Expired for a resourceVersion older
+// than the retained history, 504 for a start state storage has not reached).
+func (s *Store) Watch(ctx context.Context, ns string, opts WatchOptions) (*watch.Watcher, error) {
+	if opts.Encoder == nil {
+		return nil, meta.NewInternalError(errors.New("watch without an encoder"))
+	}
+	gr := s.res.GroupResource()
+	enc := statusEncoder{Encoder: opts.Encoder, gr: gr}
+	var rv int64
+	if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+		var err error
+		if rv, err = parseRV(opts.ResourceVersion); err != nil {
+			return nil, err
+		}
+	}
+	c, err := s.watchCache()
+	if err != nil {
+		return nil, watchError(err, gr)
+	}
+	wo := watch.WatchOptions{
+		Prefix:    s.listPrefix(ns),
+		Filter:    selectorFilter(opts.Labels, opts.Fields),
+		Encoder:   enc,
+		Bookmarks: opts.AllowBookmarks,
+	}
 	initial := opts.ResourceVersion == "" || opts.ResourceVersion == "0"
 	if opts.SendInitialEvents != nil {
 		initial = *opts.SendInitialEvents
 	}
-	var from int64
-	if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
-		rv, err := parseRV(opts.ResourceVersion)
-		if err != nil {
-			return nil, err
-		}
-		from = rv
-	}
-	lo := ListOptions{Labels: opts.Labels, Fields: opts.Fields}
-	var items [][]byte
-	if initial {
-		if from > 0 {
-			if err := s.waitForRevision(ctx, from); err != nil {
+	switch {
+	case initial:
+		wo.Initial = true
+		wo.InitialEventsEnd = opts.SendInitialEvents != nil && *opts.SendInitialEvents && opts.AllowBookmarks
+		switch opts.ResourceVersion {
+		case "":
+			wo.Consistent = true
+		case "0":
+		default:
+			// Not older than rv: storage must have reached it.
+			if err := s.waitForRevision(ctx, rv); err != nil {
+				if meta.ReasonOf(err) == meta.StatusReasonTimeout {
+					return watch.NewErrorWatcher(enc, err), nil
+				}
 				return nil, err
 			}
+			wo.Revision = rv
 		}
-		list, err := s.listAll(ctx, ns, lo)
+	case opts.ResourceVersion == "":
+		// No initial events, from the most recent revision.
+		cur, err := s.reg.cfg.Storage.CurrentRevision(ctx)
+		if err != nil {
+			return nil, storageError(err, gr, "")
+		}
+		wo.Revision = cur
+	case opts.ResourceVersion == "0":
+		// From any recent revision: the cache's.
+	default:
+		wo.Revision = rv
+	}
+	w, err := c.Watch(ctx, wo)
+	if err != nil {
+		var future *storage.FutureRevisionError
+		if errors.As(err, &future) {
+			return watch.NewErrorWatcher(enc, err), nil
+		}
+		return nil, watchError(err, gr)
+	}
+	return w, nil
+}
+
+// AppendObjectJSON appends to dst the JSON of a stored object value (as a
+// watch.Object carries it) with kind, apiVersion and metadata.resourceVersion
+// rv. Watch encoders use it.
+func AppendObjectJSON(dst, value []byte, rv int64) ([]byte, error) {
+	so, err := parseStored(value)
+	if err != nil {
+		return dst, meta.NewInternalError(err)
+	}
+	return so.appendJSON(dst, rv, true), nil
+}
+
+// statusEncoder hands the encoder of a watch Status errors only. It is
+// comparable when the wrapped encoder is.
+type statusEncoder struct {
+	watch.Encoder
+	gr meta.GroupResource
+}
+
+func (e statusEncoder) AppendError(dst []byte, err error) []byte {
+	return e.Encoder.AppendError(dst, watchError(err, e.gr))
+}
+
+// watchError turns an error of the watch cache into a Status error.
+func watchError(err error, gr meta.GroupResource) *meta.StatusError {
+	if se, ok := meta.AsStatusError(err); ok {
+		return se
+	}
+	var compacted *storage.CompactedError
+	switch {
+	case errors.As(err, &compacted):
+		return meta.NewGone(fmt.Sprintf("too old resource version: %d (%d)", compacted.Requested, compacted.Oldest))
+	case errors.Is(err, watch.ErrStopped), errors.Is(err, watch.ErrResync):
+		return meta.NewServiceUnavailable(fmt.Sprintf("the watch cache of %s is restarting; retry", gr.String()))
+	}
+	se, _ := meta.AsStatusError(storageError(err, gr, ""))
+	return se
+}
+
+// watchCacheHolder holds a Store's watch cache, created on first use and
+// stopped when the Store stops being served.
+type watchCacheHolder struct {
+	mu      sync.Mutex
+	c       *watch.Cache
+	stopped bool
+}
+
+// watchCache returns the type's watch cache, starting it on first use.
+func (s *Store) watchCache() (*watch.Cache, error) {
+	h := &s.watch
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped {
+		return nil, watch.ErrStopped
+	}
+	if h.c == nil {
+		c, err := watch.New(watch.Config{
+			Settings: s.reg.cfg.Watch,
+			Storage:  s.reg.cfg.Storage,
+			Prefix:   s.prefix,
+			Attrs:    s.objectAttrs,
+			Logger:   s.reg.cfg.Logger.With("resource", s.res.GroupResource().String()),
+		})
 		if err != nil {
 			return nil, err
 		}
-		items, from = list.Items, list.ResourceVersion
-	} else if from == 0 {
-		cur, err := s.reg.cfg.Storage.CurrentRevision(ctx)
-		if err != nil {
-			return nil, storageError(err, s.res.GroupResource(), "")
-		}
-		from = cur
+		h.c = c
 	}
-	out := make(chan WatchEvent, 64)
-	evs, err := s.reg.cfg.Storage.Watch(ctx, storage.WatchOptions{Prefix: s.listPrefix(ns), FromRevision: from, ProgressInterval: opts.ProgressInterval})
+	return h.c, nil
+}
+
+// stopWatchCache stops the type's watch cache for good, ending its watches
+// (their clients reconnect and find the new registration, if any).
+func (s *Store) stopWatchCache() {
+	h := &s.watch
+	h.mu.Lock()
+	c := h.c
+	h.c, h.stopped = nil, true
+	h.mu.Unlock()
+	if c != nil {
+		c.Stop()
+	}
+}
+
+// Close stops the registry's background work: the watch caches of every
+// type (their watches end). Reads and writes keep working.
+func (r *Registry) Close() {
+	r.mu.RLock()
+	stores := make([]*Store, 0, len(r.stores))
+	for _, st := range r.stores {
+		stores = append(stores, st)
+	}
+	r.mu.RUnlock()
+	for _, st := range stores {
+		st.stopWatchCache()
+	}
+}
+
+// objectAttrs is what label and field selectors look at, extracted once per
+// object version by the watch cache.
+type objectAttrs struct {
+	name, namespace string
+	labels          map[string]string
+	fields          map[string]string // selectable fields, by path without the leading dot
+}
+
+func (a *objectAttrs) field(f string) (string, bool) {
+	switch f {
+	case "metadata.name":
+		return a.name, true
+	case "metadata.namespace":
+		return a.namespace, true
+	}
+	v, ok := a.fields[f]
+	return v, ok
+}
+
+func (s *Store) objectAttrs(_, value []byte) (any, error) {
+	so, err := parseStored(value)
 	if err != nil {
-		var compacted *storage.CompactedError
-		if errors.As(err, &compacted) {
-			// kube-apiserver answers 200 and one ERROR event carrying 410.
-			go func() {
-				defer close(out)
-				sendEvent(ctx, out, WatchEvent{Type: Error, Err: meta.NewGone(fmt.Sprintf("too old resource version: %d (%d)", from, compacted.Oldest))})
-			}()
-			return out, nil
-		}
-		return nil, storageError(err, s.res.GroupResource(), "")
+		return nil, err
 	}
-	typeMeta := true
-	go func() {
-		defer close(out)
-		for _, it := range items {
-			if !sendEvent(ctx, out, WatchEvent{Type: Added, Object: it}) {
-				return
-			}
+	var head struct {
+		Metadata struct {
+			Name      string            `json:"name"`
+			Namespace string            `json:"namespace"`
+			Labels    map[string]string `json:"labels"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(so.json, &head); err != nil {
+		return nil, err
+	}
+	a := &objectAttrs{name: head.Metadata.Name, namespace: head.Metadata.Namespace, labels: head.Metadata.Labels}
+	if len(s.res.SelectableFields) > 0 {
+		full, err := decodeObject(so.json)
+		if err != nil {
+			return nil, err
 		}
-		if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
-			if !sendEvent(ctx, out, WatchEvent{Type: Bookmark, Revision: from, InitialEventsEnd: true}) {
-				return
-			}
-		}
-		for ev := range evs {
-			var we WatchEvent
-			switch ev.Type {
-			case storage.EventProgress:
-				we = WatchEvent{Type: Bookmark, Revision: ev.Revision}
-			case storage.EventError:
-				we = WatchEvent{Type: Error, Err: storageError(ev.Err, s.res.GroupResource(), "")}
-			case storage.EventPut, storage.EventDelete:
-				var ok bool
-				var err error
-				we, ok, err = s.convertEvent(ev, lo, typeMeta)
-				if err != nil {
-					we = WatchEvent{Type: Error, Err: err}
-				} else if !ok {
-					continue
-				}
-			default:
+		a.fields = make(map[string]string, len(s.res.SelectableFields))
+		for _, f := range s.res.SelectableFields {
+			v, ok := lookupPath(full, strings.Split(f[1:], "."))
+			if !ok {
+				a.fields[f[1:]] = ""
 				continue
 			}
-			if !sendEvent(ctx, out, we) || we.Type == Error {
-				return
-			}
+			a.fields[f[1:]] = scalarString(v)
 		}
-	}()
-	return out, nil
+	}
+	return a, nil
 }
 
-// convertEvent turns a storage event into a watch event, applying the
-// selectors to the new and the old object as kube-apiserver does: an object
-// that stops matching is sent as DELETED, one that starts as ADDED.
-func (s *Store) convertEvent(ev storage.Event, lo ListOptions, typeMeta bool) (WatchEvent, bool, error) {
-	filtered := lo.Labels != nil || lo.Fields != nil
-	var cur, prev storedObject
-	var curOK, prevOK bool
-	if ev.Type == storage.EventPut {
-		so, err := parseStored(ev.Value)
-		if err != nil {
-			return WatchEvent{}, false, meta.NewInternalError(err)
+// selectorFilter returns the watch filter of the selectors (nil: none).
+func selectorFilter(l LabelMatcher, f FieldMatcher) func(any) bool {
+	if l == nil && f == nil {
+		return nil
+	}
+	return func(v any) bool {
+		a, ok := v.(*objectAttrs)
+		if !ok {
+			return false
 		}
-		cur, curOK = so, true
-		if filtered {
-			m, err := s.matches(so, ev.Revision, lo)
+		if l != nil && !l.Matches(a.labels) {
+			return false
+		}
+		return f == nil || f.Matches(a.field)
+	}
+}
+
+// listFromCache serves a list at resourceVersion "0" ("any") from the watch
+// cache's state. ok is false when the cache keeps no state; the caller then
+// reads storage.
+func (s *Store) listFromCache(ctx context.Context, ns string, opts ListOptions, typeMeta bool) (_ *ListResult, ok bool, _ error) {
+	c, err := s.watchCache()
+	if err != nil {
+		return nil, false, nil
+	}
+	objs, rev, ok, err := c.List(ctx, s.listPrefix(ns))
+	if err != nil || !ok {
+		if err != nil && ctx.Err() == nil {
+			s.reg.cfg.Logger.Warn("watch cache unavailable for a list; reading storage", "resource", s.res.GroupResource().String(), "error", err)
+		}
+		return nil, false, nil
+	}
+	filter := selectorFilter(opts.Labels, opts.Fields)
+	out := &ListResult{ResourceVersion: rev}
+	for i, o := range objs {
+		if filter != nil {
+			a, err := c.Attrs(o)
 			if err != nil {
-				return WatchEvent{}, false, err
+				return nil, true, meta.NewInternalError(fmt.Errorf("reading %s: %w", o.Key, err))
 			}
-			curOK = m
+			if !filter(a) {
+				continue
+			}
 		}
-	}
-	if ev.PrevValue != nil {
-		so, err := parseStored(ev.PrevValue)
+		so, err := parseStored(o.Value)
 		if err != nil {
-			return WatchEvent{}, false, meta.NewInternalError(err)
+			return nil, true, meta.NewInternalError(fmt.Errorf("reading %s: %w", o.Key, err))
 		}
-		prev, prevOK = so, true
-		if filtered {
-			m, err := s.matches(so, ev.PrevRevision, lo)
-			if err != nil {
-				return WatchEvent{}, false, err
+		out.Items = append(out.Items, so.appendJSON(nil, o.Revision, typeMeta))
+		if opts.Limit > 0 && int64(len(out.Items)) >= opts.Limit {
+			if i < len(objs)-1 {
+				next := append(bytes.Clone(o.Key), 0)
+				out.Continue = encodeContinue(rev, next[len(s.prefix):])
+				if filter == nil {
+					remaining := int64(len(objs) - 1 - i)
+					out.RemainingItemCount = &remaining
+				}
 			}
-			prevOK = m
+			break
 		}
 	}
-	switch {
-	case curOK && prevOK:
-		return WatchEvent{Type: Modified, Object: cur.appendJSON(nil, ev.Revision, typeMeta), Revision: ev.Revision}, true, nil
-	case curOK:
-		return WatchEvent{Type: Added, Object: cur.appendJSON(nil, ev.Revision, typeMeta), Revision: ev.Revision}, true, nil
-	case prevOK && ev.Type == storage.EventDelete:
-		return WatchEvent{Type: Deleted, Object: prev.appendJSON(nil, ev.Revision, typeMeta), Revision: ev.Revision}, true, nil
-	case prevOK:
-		// Modified out of the selection: the watcher sees it leave.
-		return WatchEvent{Type: Deleted, Object: cur.appendJSON(nil, ev.Revision, typeMeta), Revision: ev.Revision}, true, nil
-	}
-	return WatchEvent{}, false, nil
+	return out, true, nil
 }
 
-// listAll lists every matching object of ns at the latest revision.
-func (s *Store) listAll(ctx context.Context, ns string, lo ListOptions) (*ListResult, error) {
-	lo.Limit = 0
-	return s.listWithTypeMeta(ctx, ns, lo, true)
+// getFromCache serves a get at resourceVersion "0" ("any") from the watch
+// cache's state. ok is false when the cache keeps no state.
+func (s *Store) getFromCache(ctx context.Context, ns, name string) (_ []byte, ok bool, _ error) {
+	c, err := s.watchCache()
+	if err != nil {
+		return nil, false, nil
+	}
+	o, _, ok, err := c.Get(ctx, s.key(ns, name))
+	if err != nil || !ok {
+		return nil, false, nil
+	}
+	if o == nil {
+		return nil, true, meta.NewNotFound(s.res.GroupResource(), name)
+	}
+	so, err := parseStored(o.Value)
+	if err != nil {
+		return nil, true, meta.NewInternalError(fmt.Errorf("reading %s %q: %w", s.res.GroupResource(), name, err))
+	}
+	return so.appendJSON(nil, o.Revision, true), true, nil
 }
 
-func sendEvent(ctx context.Context, out chan<- WatchEvent, ev WatchEvent) bool {
-	select {
-	case out <- ev:
-		return true
-	case <-ctx.Done():
-		return false
+// WatchCacheStats returns the figures of the type's watch cache; ok is false
+// when the cache has not started.
+func (s *Store) WatchCacheStats() (_ watch.Stats, ok bool) {
+	h := &s.watch
+	h.mu.Lock()
+	c := h.c
+	h.mu.Unlock()
+	if c == nil {
+		return watch.Stats{}, false
 	}
+	return c.Stats(), true
 }

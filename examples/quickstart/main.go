@@ -6,6 +6,10 @@
 //
 //	go run ./examples/quickstart
 //	kubectl --kubeconfig ./data/kubeconfig get widgets
+//
+// With --etcd-endpoints it keeps objects in etcd instead, and several
+// servers over the same etcd and --etcd-prefix serve one API (see
+// docs/scaling.md).
 package main
 
 import (
@@ -24,10 +28,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/kapi-dev/kapi/apiserver"
 	"github.com/kapi-dev/kapi/apiserver/auth"
 	"github.com/kapi-dev/kapi/apiserver/registry"
-	"github.com/kapi-dev/kapi/storage/badger"
+	"github.com/kapi-dev/kapi/storage/etcd"
 )
 
 func main() {
@@ -45,6 +53,11 @@ func run() error {
 	policy := flag.String("authorization-policy", "", "RBAC policy file (YAML: roles and bindings); default: every authenticated user may do everything")
 	history := flag.Duration("history-window", 10*time.Minute, "how long change history (watch resumption, continue tokens) is kept")
 	logLevel := flag.String("log-level", "info", "log level: debug, info, warn, error")
+	etcdEndpoints := flag.String("etcd-endpoints", "", "comma-separated etcd client URLs: keep objects in etcd instead of Badger (several servers over one etcd and prefix serve one API)")
+	etcdPrefix := flag.String("etcd-prefix", etcd.DefaultPrefix, "key prefix in etcd (one per API sharing an etcd cluster)")
+	etcdCA := flag.String("etcd-cafile", "", "CA certificates that sign etcd's server certificates (default: the system's)")
+	etcdCert := flag.String("etcd-certfile", "", "client certificate for etcd (with --etcd-keyfile)")
+	etcdKey := flag.String("etcd-keyfile", "", "client key for etcd")
 	flag.Parse()
 
 	var level slog.Level
@@ -59,12 +72,8 @@ func run() error {
 	if err := os.MkdirAll(*dataDir, 0o755); err != nil {
 		return fmt.Errorf("creating data directory: %w", err)
 	}
-	opts := badger.DefaultOptions(filepath.Join(*dataDir, "db"))
-	if *inMemory {
-		opts = badger.InMemoryOptions()
-	}
-	opts = opts.WithLogger(logger).WithRetentionTime(*history)
-	store, err := badger.Open(opts)
+	store, elector, err := openStorage(ctx, storageFlags{dataDir: *dataDir, inMemory: *inMemory, history: *history,
+		etcdEndpoints: *etcdEndpoints, etcdPrefix: *etcdPrefix, etcdCA: *etcdCA, etcdCert: *etcdCert, etcdKey: *etcdKey}, logger)
 	if err != nil {
 		return fmt.Errorf("opening storage: %w", err)
 	}
@@ -76,7 +85,7 @@ func run() error {
 	}
 	addr := ln.Addr().String()
 	host, _, _ := net.SplitHostPort(addr)
-	cfg := apiserver.Config{Storage: store, Logger: logger}
+	cfg := apiserver.Config{Storage: store, Logger: logger, Elector: elector}
 	var tlsConfig *tls.Config
 	var creds *pki
 	if *insecure {
@@ -108,6 +117,9 @@ func run() error {
 			return err
 		}
 	}
+	metrics := prometheus.NewRegistry()
+	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	cfg.Metrics = metrics
 	api, err := apiserver.New(ctx, cfg)
 	if err != nil {
 		return err
@@ -131,7 +143,11 @@ func run() error {
 		return err
 	}
 	// Requests (watches included) end when the server is asked to stop.
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	// /metrics is served beside the API, to the same users.
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", authenticated(cfg, promhttp.HandlerFor(metrics, promhttp.HandlerOpts{})))
+	mux.Handle("/", api)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	logger.Info("listening", "addr", addr, "kubeconfig", kubeconfig)
 	errc := make(chan error, 1)
 	if tlsConfig != nil {
@@ -151,6 +167,20 @@ func run() error {
 		return err
 	}
 	return nil
+}
+
+// authenticated lets through requests the server's authenticator accepts
+// (all of them with --insecure-http).
+func authenticated(cfg apiserver.Config, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !cfg.AllowAnonymous {
+			if _, ok, err := cfg.Authenticator.Authenticate(r); err != nil || !ok {
+				http.Error(w, "Unauthorized", http.StatusUnauthorized)
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // writeKubeconfig writes a kubeconfig for the server at addr: HTTPS with the

@@ -13,14 +13,14 @@ import (
 
 // Compact discards history older than revision: reads below it fail with a
 // *storage.CompactedError from now on. Compacting at or below the compacted
-// revision does nothing; a revision above the current one fails with a
-// *storage.FutureRevisionError.
+// revision (or at 0) does nothing; a revision above the current one fails
+// with a *storage.FutureRevisionError.
 func (s *Store) Compact(ctx context.Context, revision int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if revision <= 0 {
-		return fmt.Errorf("compact: revision %d: %w", revision, storage.ErrInvalid)
+	if revision < 0 {
+		return fmt.Errorf("compact: negative revision %d: %w", revision, storage.ErrInvalid)
 	}
 	if !s.enter() {
 		return storage.ErrClosed
@@ -140,12 +140,12 @@ func (s *Store) runCompactor() {
 		case <-t.C:
 		}
 		now, cur := time.Now(), s.current.Load()
-		samples = append(samples, sample{now, cur})
 		var target int64
 		if s.opts.RetentionRevisions >= 0 {
 			target = cur - s.opts.RetentionRevisions
 		}
 		if s.opts.RetentionTime >= 0 {
+			samples = append(samples, sample{now, cur})
 			cutoff := now.Add(-s.opts.RetentionTime)
 			i := -1
 			for j := range samples {

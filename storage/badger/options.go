@@ -88,6 +88,12 @@ type Options struct {
 
 	// BlockCacheSize is Badger's block cache size in bytes. Default 256 MiB.
 	BlockCacheSize int64
+
+	// SkipTableVerification skips reading every table and checking its
+	// checksums at Open (one sequential read of the data). Default false:
+	// Open fails on a corrupt table rather than serve incomplete lists later
+	// (Badger's iterators end silently at a corrupt block).
+	SkipTableVerification bool
 }
 
 // DefaultOptions returns the default options for a durable store in dir.
@@ -156,6 +162,10 @@ func (o Options) WithMemTableSize(n int64) Options { o.MemTableSize = n; return 
 
 // WithBlockCacheSize returns o with BlockCacheSize set. Default 256 MiB.
 func (o Options) WithBlockCacheSize(n int64) Options { o.BlockCacheSize = n; return o }
+
+// WithSkipTableVerification returns o with SkipTableVerification set.
+// Default false (tables are verified at Open).
+func (o Options) WithSkipTableVerification(v bool) Options { o.SkipTableVerification = v; return o }
 
 // withDefaults fills zero fields with defaults and validates the result.
 func (o Options) withDefaults() (Options, error) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	bdb "github.com/dgraph-io/badger/v4"
 
@@ -46,8 +47,11 @@ func (s *Store) Get(ctx context.Context, key []byte, revision int64) (storage.Ke
 }
 
 // List returns a page of the keys under opts.Prefix as of one snapshot.
-// Remaining is exact: the rest of the snapshot is counted with a key-only
-// iteration.
+// Remaining is exact: a first page counts the rest of the snapshot with a
+// key-only iteration and remembers the count for its NextKey, so that the
+// continuation pages (which start at that key, at the same revision) derive
+// theirs without counting again; a snapshot never changes, so the count
+// stays right.
 func (s *Store) List(ctx context.Context, opts storage.ListOptions) (storage.ListResult, error) {
 	if err := ctx.Err(); err != nil {
 		return storage.ListResult{}, err
@@ -83,6 +87,10 @@ func (s *Store) List(ctx context.Context, opts storage.ListOptions) (storage.Lis
 	}
 
 	res := storage.ListResult{Revision: rev}
+	var known int64 = -1 // keys from start on, if a previous page counted them
+	if opts.Limit > 0 && opts.StartKey != nil {
+		known = s.counts.get(rev, opts.Prefix, opts.StartKey)
+	}
 	n := 0
 	for it.Seek(start); it.Valid(); it.Next() {
 		if n++; n%1024 == 0 {
@@ -95,6 +103,10 @@ func (s *Store) List(ctx context.Context, opts storage.ListOptions) (storage.Lis
 			if !res.More {
 				res.More = true
 				res.NextKey = item.KeyCopy(nil)[1:]
+				if known >= 0 {
+					res.Remaining = known - opts.Limit
+					break
+				}
 			}
 			res.Remaining++
 			continue
@@ -106,7 +118,52 @@ func (s *Store) List(ctx context.Context, opts storage.ListOptions) (storage.Lis
 		}
 		res.Items = append(res.Items, kv)
 	}
+	if res.More {
+		s.counts.put(rev, opts.Prefix, res.NextKey, res.Remaining)
+	}
 	return res, nil
+}
+
+// countCache remembers, per snapshot revision and prefix, how many keys are
+// at or after a continuation key. Entries are evicted first in, first out.
+type countCache struct {
+	mu   sync.Mutex
+	m    map[countKey]int64
+	ring []countKey
+	next int
+}
+
+type countKey struct {
+	rev          int64
+	prefix, from string
+}
+
+const countCacheSize = 4096
+
+func (c *countCache) get(rev int64, prefix, from []byte) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n, ok := c.m[countKey{rev, string(prefix), string(from)}]; ok {
+		return n
+	}
+	return -1
+}
+
+func (c *countCache) put(rev int64, prefix, from []byte, n int64) {
+	k := countKey{rev, string(prefix), string(from)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[countKey]int64, countCacheSize)
+		c.ring = make([]countKey, countCacheSize)
+	}
+	if _, ok := c.m[k]; ok {
+		return
+	}
+	delete(c.m, c.ring[c.next])
+	c.ring[c.next] = k
+	c.next = (c.next + 1) % countCacheSize
+	c.m[k] = n
 }
 
 // readItem decodes the data item of key read in txn, including the value's

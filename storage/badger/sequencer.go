@@ -261,6 +261,8 @@ func (s *Store) commitBatch(batch []*writeReq) {
 		return
 	}
 	s.hub.publish(s, rev, events)
+	s.batches.Add(1)
+	s.batchedWrites.Add(int64(len(acc)))
 	for _, a := range acc {
 		// The caller gets its own copies: the event shares these slices.
 		a.prev.Key, a.prev.Value = bytes.Clone(a.prev.Key), bytes.Clone(a.prev.Value)

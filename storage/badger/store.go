@@ -75,6 +75,7 @@ import (
 	"sync/atomic"
 
 	bdb "github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 
 	"github.com/kapi-dev/kapi/storage"
 )
@@ -104,7 +105,11 @@ type Store struct {
 	queue   chan *writeReq
 	failErr atomic.Pointer[error] // set when a commit failed; writes then fail
 
-	hub hub
+	// Group-commit counters: committed batches and the writes in them.
+	batches, batchedWrites atomic.Int64
+
+	hub    hub
+	counts countCache // remaining-key counts of paged lists
 
 	closing chan struct{} // closed when Close starts
 	seqDone chan struct{} // closed when the sequencer has stopped
@@ -128,17 +133,25 @@ func Open(opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	where := opts.Dir
+	if opts.InMemory {
+		where = "in-memory store"
+	}
+	fail := func(err error, cleanup ...error) (*Store, error) {
+		return nil, errors.Join(append([]error{fmt.Errorf("badger: open %s: %w", where, err)}, cleanup...)...)
+	}
+	bo := badgerOptions(opts)
 	if !opts.InMemory {
 		if err := checkDir(opts.Dir); err != nil {
-			return nil, err
+			return fail(err)
+		}
+		if err := checkTables(opts.Dir, bo, opts.SkipTableVerification); err != nil {
+			return fail(err)
 		}
 	}
-	db, err := openBadger(badgerOptions(opts))
+	db, err := openBadger(bo)
 	if err != nil {
-		if opts.InMemory {
-			return nil, fmt.Errorf("badger: open in-memory store: %w", err)
-		}
-		return nil, fmt.Errorf("badger: open %s: %w", opts.Dir, err)
+		return fail(err)
 	}
 	s := &Store{
 		opts:    opts,
@@ -152,18 +165,14 @@ func Open(opts Options) (*Store, error) {
 	}
 	if !opts.InMemory && !opts.NoSync {
 		if s.sync, err = newSyncer(opts.Dir); err != nil {
-			return nil, errors.Join(fmt.Errorf("badger: open %s: %w", opts.Dir, err), db.Close())
+			return fail(err, db.Close())
 		}
 	}
 	if err := s.load(); err != nil {
-		cerr := db.Close()
 		if s.sync != nil {
-			cerr = errors.Join(cerr, s.sync.close())
+			return fail(err, db.Close(), s.sync.close())
 		}
-		if opts.InMemory {
-			return nil, errors.Join(fmt.Errorf("badger: open in-memory store: %w", err), cerr)
-		}
-		return nil, errors.Join(fmt.Errorf("badger: open %s: %w", opts.Dir, err), cerr)
+		return fail(err, db.Close())
 	}
 	go s.runSequencer()
 	go s.runCompactor()
@@ -186,8 +195,13 @@ func badgerOptions(o Options) bdb.Options {
 		WithExternalMagic(externalMagic).
 		WithMemTableSize(o.MemTableSize).
 		WithBlockCacheSize(o.BlockCacheSize).
-		WithValueThreshold(1 << 20). // every value (< chunkSize + header) stays in the LSM
-		WithValueLogFileSize(64 << 20)
+		WithValueThreshold(1 << 20).   // every value (< chunkSize + header) stays in the LSM
+		WithValueLogFileSize(1 << 20). // Badger's minimum: the value log stays empty
+
+		// Verify each block's checksum when it is read: a corrupt block is
+		// an error, not garbage. (OnTableRead would make Badger skip a
+		// corrupt table at open, silently losing its data.)
+		WithChecksumVerificationMode(options.OnBlockRead)
 }
 
 // openBadger opens Badger in managed mode. Badger asserts by panicking in a
@@ -206,11 +220,11 @@ func openBadger(bo bdb.Options) (db *bdb.DB, err error) {
 // other program's files.
 func checkDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return fmt.Errorf("badger: create data directory: %w", err)
+		return fmt.Errorf("create data directory: %w", err)
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return fmt.Errorf("badger: read data directory: %w", err)
+		return fmt.Errorf("read data directory: %w", err)
 	}
 	var manifest bool
 	var others []string
@@ -224,7 +238,7 @@ func checkDir(dir string) error {
 		}
 	}
 	if !manifest && len(others) > 0 {
-		return fmt.Errorf("badger: %s is not a kapi data directory: it has no MANIFEST but holds %q",
+		return fmt.Errorf("not a kapi data directory: %s has no MANIFEST but holds %q",
 			dir, others[:min(len(others), 3)])
 	}
 	return nil

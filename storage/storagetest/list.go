@@ -219,4 +219,3 @@ func testListSnapshotIsolation(t *testing.T, s *suite) {
 			Value: []byte(fmt.Sprintf("v%d", i)), Revision: revs[i], CreateRevision: revs[i]})
 	}
 }
-

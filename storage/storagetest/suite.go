@@ -254,18 +254,6 @@ func (s *suite) expectEvents(t *testing.T, what string, ch <-chan storage.Event,
 	}
 }
 
-// eventually polls cond until it holds or the suite timeout passes.
-func (s *suite) eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(s.cfg.timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", s.cfg.timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func isCompacted(err error, requested, oldest int64) bool {
 	var ce *storage.CompactedError
 	return errors.As(err, &ce) && errors.Is(err, storage.ErrCompacted) &&

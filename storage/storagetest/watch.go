@@ -3,6 +3,8 @@ package storagetest
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ var watchTests = []test{
 	{name: "WatchFromFuture", fn: testWatchFromFuture},
 	{name: "WatchCancel", fn: testWatchCancel},
 	{name: "WatchProgress", fn: testWatchProgress},
+	{name: "WatchProgressNeverAhead", fn: testWatchProgressNeverAhead},
 }
 
 func testWatchLive(t *testing.T, s *suite) {
@@ -23,7 +26,7 @@ func testWatchLive(t *testing.T, s *suite) {
 	ch := watch(t, st, storage.WatchOptions{Prefix: []byte("w/")})
 
 	r1 := create(t, st, "w/a", "a1")
-	create(t, st, "wx/a", "outside")   // shares a textual prefix
+	create(t, st, "wx/a", "outside")    // shares a textual prefix
 	create(t, st, "other/a", "outside") // another prefix
 	r2 := update(t, st, "w/a", "a2", r1)
 	_, r3 := del(t, st, "w/a", r2)
@@ -61,7 +64,7 @@ func runScript(t *testing.T, st storage.Store, prefix string, steps int) script 
 	for i := range steps {
 		key := fmt.Sprintf("%sk%d", prefix, i%4)
 		if i%5 == 2 {
-			create(t, st, fmt.Sprintf("%s-other/%d", prefix, i), "noise")
+			create(t, st, fmt.Sprintf("%s-other/%d", strings.TrimSuffix(prefix, "/"), i), "noise")
 		}
 		cur, ok := live[key]
 		switch {
@@ -207,4 +210,84 @@ func testWatchProgress(t *testing.T, s *suite) {
 	r := create(t, st, "pg/b", "2")
 	ev := s.next(t, ch)
 	checkEvent(t, "event after progress", ev, putEvent("pg/b", "2", r, "", 0, r))
+}
+
+// testWatchProgressNeverAhead reads a busy watch, partly slowly, with
+// frequent progress events while writes continue: a progress event must
+// never claim a revision whose change under the prefix has not been
+// delivered yet.
+func testWatchProgressNeverAhead(t *testing.T, s *suite) {
+	st := s.open(t)
+	ch := watch(t, st, storage.WatchOptions{Prefix: []byte("pa/"), ProgressInterval: time.Millisecond})
+	const n = 300
+	var (
+		mu   sync.Mutex
+		revs = make([]int64, 0, n) // acknowledged prefix writes, in order
+	)
+	written := make(chan error, 1)
+	go func() {
+		for i := range n {
+			r, err := st.Create(t.Context(), []byte(fmt.Sprintf("pa/%04d", i)), []byte("v"))
+			if err != nil {
+				written <- err
+				return
+			}
+			mu.Lock()
+			revs = append(revs, r)
+			mu.Unlock()
+			if i%10 == 0 {
+				if _, err := st.Create(t.Context(), []byte(fmt.Sprintf("pax/%04d", i)), []byte("x")); err != nil {
+					written <- err
+					return
+				}
+			}
+		}
+		written <- nil
+	}()
+	got, progress := 0, 0
+	var last int64
+	deadline := time.After(s.cfg.timeout)
+	for got < n || progress == 0 {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				t.Fatal("watch closed")
+			}
+			switch ev.Type {
+			case storage.EventProgress:
+				// Every acknowledged prefix write at or below ev.Revision
+				// must have been delivered.
+				mu.Lock()
+				due := 0
+				for _, r := range revs {
+					if r <= ev.Revision {
+						due++
+					}
+				}
+				mu.Unlock()
+				if due > got {
+					t.Fatalf("progress at %d after %d events; %d writes under the prefix are at or below it", ev.Revision, got, due)
+				}
+				if got == n {
+					progress++
+				}
+			case storage.EventPut:
+				if ev.Revision <= last || string(ev.Key) != fmt.Sprintf("pa/%04d", got) {
+					t.Fatalf("event %d: %s after revision %d", got, fmtEvent(ev), last)
+				}
+				last = ev.Revision
+				got++
+				if got > n/2 && got%8 == 0 {
+					time.Sleep(200 * time.Microsecond) // a slow consumer for a while
+				}
+			default:
+				t.Fatalf("unexpected event %s", fmtEvent(ev))
+			}
+		case <-deadline:
+			t.Fatalf("%d of %d events, %d progress events after them", got, n, progress)
+		}
+	}
+	if err := <-written; err != nil {
+		t.Fatal(err)
+	}
 }

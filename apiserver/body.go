@@ -1,0 +1,152 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/codec"
+)
+
+// Request bodies: JSON, YAML and, for types with a protobuf message,
+// protobuf in the Kubernetes envelope. The media type of the body is
+// checked before the body is read.
+
+// bodyTarget is what a request body must hold.
+type bodyTarget struct {
+	kind, apiVersion string
+	msg              *codec.Message // nil: no protobuf
+}
+
+// bodyTargetOf returns what the body of r must be: an object of the
+// request's resource, or a Scale for /scale.
+func (s *Server) bodyTargetOf(r *http.Request) (bodyTarget, bool) {
+	info, ok := resolveRequest(r)
+	if !ok {
+		return bodyTarget{}, false
+	}
+	if info.Subresource == "scale" {
+		return bodyTarget{kind: "Scale", apiVersion: "autoscaling/v1", msg: codec.ScaleMessage}, true
+	}
+	res := s.resourceOf(r)
+	if res == nil {
+		return bodyTarget{}, false
+	}
+	return bodyTarget{kind: res.Kind, apiVersion: res.APIVersion(), msg: res.Protobuf}, true
+}
+
+// bodyMediaType checks the Content-Type of a body: JSON (also when absent),
+// YAML, or protobuf when protobufOK; anything else is 415.
+func bodyMediaType(r *http.Request, protobufOK bool) (string, error) {
+	ct := r.Header.Get("Content-Type")
+	if strings.TrimSpace(ct) == "" {
+		return codec.MediaJSON, nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	switch {
+	case err != nil:
+	case mt == codec.MediaJSON, mt == codec.MediaYAML:
+		return mt, nil
+	case mt == codec.MediaProtobuf && protobufOK:
+		return mt, nil
+	}
+	types := []string{codec.MediaJSON, codec.MediaYAML}
+	if protobufOK {
+		types = append(types, codec.MediaProtobuf)
+	}
+	se := meta.NewUnsupportedMediaType(ct)
+	se.Status.Message = "the body of the request was in an unknown format - accepted media types include: " + strings.Join(types, ", ")
+	return "", se
+}
+
+// decodeBody decodes a body of media type mt into a generic object.
+// problems are field validation findings (duplicate fields).
+func decodeBody(mt string, data []byte, t bodyTarget) (registry.Object, []string, error) {
+	var (
+		v    any
+		dups []string
+		err  error
+	)
+	switch mt {
+	case codec.MediaProtobuf:
+		obj, err := decodeProtobufBody(data, t)
+		return obj, nil, err
+	case codec.MediaYAML:
+		if v, dups, err = codec.DecodeYAML(data); err != nil {
+			return nil, nil, meta.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
+		}
+	default:
+		if v, dups, err = codec.DecodeJSON(data); err != nil {
+			return nil, nil, meta.NewBadRequest(fmt.Sprintf("error decoding the request body: %v", err))
+		}
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, nil, meta.NewBadRequest("error decoding the request body: the body must be an object")
+	}
+	problems := make([]string, 0, len(dups))
+	for _, d := range dups {
+		problems = append(problems, fmt.Sprintf("duplicate field %q", d))
+	}
+	return obj, problems, nil
+}
+
+// decodeProtobufBody decodes an enveloped protobuf object of the target
+// type, refusing other types, other encodings and malformed data.
+func decodeProtobufBody(data []byte, t bodyTarget) (registry.Object, error) {
+	u, err := codec.DecodeEnvelope(data)
+	if err != nil {
+		if errors.Is(err, codec.ErrNotProtobuf) {
+			return nil, meta.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v", t.kind, err))
+		}
+		return nil, meta.NewBadRequest(fmt.Sprintf("error decoding the request body as protobuf %s: %v", t.kind, err))
+	}
+	if u.Kind != t.kind || u.APIVersion != t.apiVersion {
+		return nil, meta.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: the body must be a %s of %s", u.Kind, u.APIVersion, t.kind, t.kind, t.apiVersion))
+	}
+	if u.ContentEncoding != "" || (u.ContentType != "" && u.ContentType != codec.MediaProtobuf) {
+		return nil, meta.NewBadRequest(fmt.Sprintf("error decoding the request body: unsupported content encoding %q or type %q in the protobuf envelope", u.ContentEncoding, u.ContentType))
+	}
+	obj, err := t.msg.Unmarshal(u.Raw)
+	if err != nil {
+		return nil, meta.NewBadRequest(fmt.Sprintf("error decoding the request body as protobuf %s: %v", t.kind, err))
+	}
+	obj["kind"], obj["apiVersion"] = u.Kind, u.APIVersion
+	return obj, nil
+}
+
+// deleteOptionsJSON returns a DeleteOptions body as JSON, whatever its media
+// type (client-go's protobuf clients send it as protobuf).
+func deleteOptionsJSON(r *http.Request, body []byte) ([]byte, error) {
+	mt, err := bodyMediaType(r, true)
+	if err != nil {
+		return nil, err
+	}
+	switch mt {
+	case codec.MediaProtobuf:
+		u, err := codec.DecodeEnvelope(body)
+		if err != nil {
+			return nil, meta.NewBadRequest(fmt.Sprintf("error decoding DeleteOptions: %v", err))
+		}
+		if u.Kind != "DeleteOptions" {
+			return nil, meta.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a DeleteOptions", u.Kind, u.APIVersion))
+		}
+		obj, err := codec.DeleteOptionsMessage.Unmarshal(u.Raw)
+		if err != nil {
+			return nil, meta.NewBadRequest(fmt.Sprintf("error decoding DeleteOptions: %v", err))
+		}
+		return json.Marshal(obj)
+	case codec.MediaYAML:
+		v, _, err := codec.DecodeYAML(body)
+		if err != nil {
+			return nil, meta.NewBadRequest(fmt.Sprintf("error decoding DeleteOptions: %v", err))
+		}
+		return json.Marshal(v)
+	}
+	return body, nil
+}

@@ -1,0 +1,182 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/codec"
+)
+
+// Conversions of a response body to the meta.k8s.io representations a
+// client may ask for with as=...;g=meta.k8s.io;v=...: Table (for kubectl
+// get), PartialObjectMetadata and PartialObjectMetadataList (client-go's
+// metadata client and informers). They read the stored JSON directly: the
+// metadata of an object is copied, not decoded.
+
+// encodeConverted converts an object or list body as c asks and encodes it.
+func (s *Server) encodeConverted(r *http.Request, c codec.Choice, p *payload) ([][]byte, error) {
+	switch c.As {
+	case codec.AsTable:
+		include, err := tableInclude(r)
+		if err != nil {
+			return nil, err
+		}
+		b, err := newTableBuilder(p.res, c.Version, include, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		var t *table
+		if p.kind == bodyList {
+			t, err = b.build(p.items, p.listMeta, false, true)
+		} else {
+			t, err = b.build([][]byte{p.json}, meta.ListMeta{}, true, true)
+		}
+		if err != nil {
+			return nil, err
+		}
+		body, err := json.Marshal(t)
+		if err != nil {
+			return nil, meta.NewInternalError(err)
+		}
+		return encodeJSONAs(c.Format, body)
+	case codec.AsPartialObjectMetadata:
+		if p.kind == bodyList {
+			return nil, notAcceptable(fmt.Sprintf("you requested PartialObjectMetadata, but the requested object is a list (%s)", p.res.ListKind))
+		}
+		md, err := codec.TopLevelFields(p.json, "metadata")
+		if err != nil {
+			return nil, meta.NewInternalError(err)
+		}
+		if c.Format == codec.FormatProtobuf {
+			b, err := appendPartialObjectMetadata(nil, md[0])
+			if err != nil {
+				return nil, err
+			}
+			return [][]byte{codec.EncodeEnvelope(codec.MetaGroup+"/"+c.Version, codec.AsPartialObjectMetadata, b)}, nil
+		}
+		return encodeJSONAs(c.Format, partialObjectMetadataJSON(c.Version, md[0]))
+	case codec.AsPartialObjectMetadataList:
+		if p.kind != bodyList {
+			return nil, notAcceptable(fmt.Sprintf("you requested PartialObjectMetadataList, but the requested object is not a list (%s)", p.res.Kind))
+		}
+		apiVersion := codec.MetaGroup + "/" + c.Version
+		if c.Format == codec.FormatProtobuf {
+			metaField, itemsField := protowire.Number(1), protowire.Number(2)
+			if c.Version == "v1beta1" {
+				metaField, itemsField = 2, 1 // meta/v1beta1 numbers them the other way round
+			}
+			return protobufList(apiVersion, codec.AsPartialObjectMetadataList, metaField, itemsField, p.listMeta, p.items, func(dst, item []byte) ([]byte, error) {
+				md, err := codec.TopLevelFields(item, "metadata")
+				if err != nil {
+					return dst, err
+				}
+				return appendPartialObjectMetadata(dst, md[0])
+			})
+		}
+		out := make([]byte, 0, 64+totalLen(p.items))
+		out = append(out, `{"kind":"PartialObjectMetadataList","apiVersion":`...)
+		out = appendQuotedJSON(out, apiVersion)
+		out = append(out, `,"metadata":`...)
+		lmb, _ := json.Marshal(p.listMeta)
+		out = append(out, lmb...)
+		out = append(out, `,"items":[`...)
+		for i, it := range p.items {
+			md, err := codec.TopLevelFields(it, "metadata")
+			if err != nil {
+				return nil, meta.NewInternalError(err)
+			}
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, partialObjectMetadataJSON(c.Version, md[0])...)
+		}
+		out = append(out, "]}"...)
+		return encodeJSONAs(c.Format, out)
+	}
+	return nil, notAcceptable(fmt.Sprintf("no conversion to %s", c.As))
+}
+
+func notAcceptable(msg string) error {
+	se := meta.NewNotAcceptable(nil)
+	se.Status.Message = msg
+	return se
+}
+
+// encodeJSONAs returns a JSON document as JSON or YAML.
+func encodeJSONAs(f codec.Format, body []byte) ([][]byte, error) {
+	if f == codec.FormatYAML {
+		y, err := codec.JSONToYAML(body)
+		if err != nil {
+			return nil, meta.NewInternalError(fmt.Errorf("encoding YAML: %w", err))
+		}
+		return [][]byte{y}, nil
+	}
+	return [][]byte{body}, nil
+}
+
+// partialObjectMetadataJSON wraps the raw JSON of an object's metadata as a
+// PartialObjectMetadata.
+func partialObjectMetadataJSON(version string, md []byte) []byte {
+	if md == nil {
+		md = []byte("{}")
+	}
+	out := make([]byte, 0, len(md)+80)
+	out = append(out, `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/`...)
+	out = append(out, version...)
+	out = append(out, `","metadata":`...)
+	out = append(out, md...)
+	return append(out, '}')
+}
+
+// appendPartialObjectMetadata appends the protobuf PartialObjectMetadata of
+// an object's raw metadata JSON.
+func appendPartialObjectMetadata(dst, md []byte) ([]byte, error) {
+	if md == nil {
+		md = []byte("{}")
+	}
+	dst, start := codec.BeginEmbedded(dst, 1)
+	dst, err := codec.ObjectMetaMessage.AppendProtobuf(dst, md)
+	if err != nil {
+		return nil, meta.NewInternalError(fmt.Errorf("encoding metadata as protobuf: %w", err))
+	}
+	return codec.EndEmbedded(dst, start), nil
+}
+
+// protobufList encodes a list in the Kubernetes envelope: ListMeta in
+// metaField and each item, as appendItem encodes it, in itemsField. The
+// items are encoded into one buffer; the envelope around them is written
+// separately, so the list is never copied.
+func protobufList(apiVersion, kind string, metaField, itemsField protowire.Number, lm meta.ListMeta, items [][]byte, appendItem func(dst, item []byte) ([]byte, error)) ([][]byte, error) {
+	lmb, _ := json.Marshal(lm)
+	// Protobuf is smaller than the JSON it comes from: one allocation.
+	body, err := codec.AppendEmbedded(make([]byte, 0, 64+totalLen(items)), metaField, func(dst []byte) ([]byte, error) {
+		return codec.ListMetaMessage.AppendProtobuf(dst, lmb)
+	})
+	if err != nil {
+		return nil, meta.NewInternalError(err)
+	}
+	for _, it := range items {
+		var start int
+		body, start = codec.BeginEmbedded(body, itemsField)
+		if body, err = appendItem(body, it); err != nil {
+			return nil, meta.NewInternalError(fmt.Errorf("encoding a %s item as protobuf: %w", kind, err))
+		}
+		body = codec.EndEmbedded(body, start)
+	}
+	head := codec.AppendEnvelopeHeader(nil, apiVersion, kind, len(body))
+	return [][]byte{head, body, codec.AppendEnvelopeTrailer(nil)}, nil
+}
+
+// totalLen is the size of items together.
+func totalLen(items [][]byte) int {
+	n := 0
+	for _, it := range items {
+		n += len(it)
+	}
+	return n
+}

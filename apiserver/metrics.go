@@ -1,0 +1,217 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kapi-dev/kapi/storage"
+)
+
+// metrics are the server's Prometheus metrics, named and labelled as
+// kube-apiserver names its equivalents. They are registered on the
+// Registerer the host passes in Config.Metrics, never on the global one.
+type metrics struct {
+	requests        *prometheus.CounterVec
+	requestDuration *prometheus.HistogramVec
+	inflight        *prometheus.GaugeVec
+	longRunning     *prometheus.GaugeVec
+	storageDuration *prometheus.HistogramVec
+	storageObjects  *prometheus.GaugeVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_request_total",
+			Help: "Counter of apiserver requests broken out for each verb, group, version, resource, subresource, scope and HTTP response code.",
+		}, []string{"verb", "group", "version", "resource", "subresource", "scope", "component", "code"}),
+		requestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "apiserver_request_duration_seconds",
+			Help:    "Response latency distribution in seconds for each verb, group, version, resource, subresource and scope.",
+			Buckets: []float64{0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60},
+		}, []string{"verb", "group", "version", "resource", "subresource", "scope", "component"}),
+		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apiserver_current_inflight_requests",
+			Help: "Number of requests currently executing, by kind (readOnly or mutating).",
+		}, []string{"request_kind"}),
+		longRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apiserver_longrunning_requests",
+			Help: "Number of long-running requests (watches) currently open, by verb, group, version, resource and scope.",
+		}, []string{"verb", "group", "version", "resource", "scope", "component"}),
+		storageDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "kapi_storage_operation_duration_seconds",
+			Help:    "Latency of storage operations in seconds, by operation (get, list, create, update, delete, watch) and result.",
+			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5},
+		}, []string{"operation", "result"}),
+		storageObjects: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apiserver_storage_objects",
+			Help: "Number of stored objects at the time of last check, split by resource (resource.group).",
+		}, []string{"resource"}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.requestDuration, m.inflight, m.longRunning, m.storageDuration, m.storageObjects} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// instrument records request count, latency and in-flight gauges.
+func (s *Server) instrument(next http.Handler) http.Handler {
+	m := s.metrics
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		info := &requestInfo{}
+		ctx := context.WithValue(r.Context(), auditInfoKey{}, info)
+		if existing, ok := r.Context().Value(auditInfoKey{}).(*requestInfo); ok {
+			info, ctx = existing, r.Context()
+		}
+		long := isLongRunning(r)
+		kind := "readOnly"
+		switch r.Method {
+		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+			kind = "mutating"
+		}
+		if !long {
+			g := m.inflight.WithLabelValues(kind)
+			g.Inc()
+			defer g.Dec()
+		}
+		rec, ok := w.(*statusRecorder)
+		if !ok {
+			rec = &statusRecorder{ResponseWriter: w}
+		}
+		var lr prometheus.Gauge
+		if long {
+			// The request info is known only inside the handler; count the
+			// watch once it is.
+			defer func() {
+				if lr != nil {
+					lr.Dec()
+				}
+			}()
+			ctx = context.WithValue(ctx, longRunningKey{}, func(info requestInfo) {
+				lr = m.longRunning.WithLabelValues(info.Verb, info.Group, info.Version, info.Resource, scopeOf(info), "apiserver")
+				lr.Inc()
+			})
+		}
+		next.ServeHTTP(rec, r.WithContext(ctx))
+		verb, group, version, resource, sub, scope := info.Verb, info.Group, info.Version, info.Resource, info.Subresource, scopeOf(*info)
+		if verb == "" {
+			verb, scope = r.Method, ""
+		}
+		code := rec.code
+		if code == 0 {
+			code = http.StatusOK
+		}
+		m.requests.WithLabelValues(verb, group, version, resource, sub, scope, "apiserver", strconv.Itoa(code)).Inc()
+		if !long {
+			m.requestDuration.WithLabelValues(verb, group, version, resource, sub, scope, "apiserver").Observe(time.Since(start).Seconds())
+		}
+	})
+}
+
+type longRunningKey struct{}
+
+// noteLongRunning lets the metrics count an open watch.
+func noteLongRunning(ctx context.Context, info requestInfo) {
+	if fn, ok := ctx.Value(longRunningKey{}).(func(requestInfo)); ok {
+		fn(info)
+	}
+}
+
+func scopeOf(info requestInfo) string {
+	switch {
+	case info.Resource == "":
+		return ""
+	case info.Name != "":
+		return "resource"
+	case info.Namespace != "":
+		return "namespace"
+	}
+	return "cluster"
+}
+
+// countObjects keeps apiserver_storage_objects current, counting once a
+// minute (as kube-apiserver does) until ctx ends.
+func (s *Server) countObjects(ctx context.Context) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		for _, r := range s.reg.Resources() {
+			st, ok := s.reg.Store(r.GroupVersionResource())
+			if !ok {
+				continue
+			}
+			if n, err := st.Count(ctx); err == nil {
+				s.metrics.storageObjects.WithLabelValues(r.GroupResource().String()).Set(float64(n))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// instrumentedStore times every storage operation.
+type instrumentedStore struct {
+	storage.Store
+	m *metrics
+}
+
+func (s instrumentedStore) observe(op string, start time.Time, err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	s.m.storageDuration.WithLabelValues(op, result).Observe(time.Since(start).Seconds())
+}
+
+func (s instrumentedStore) Get(ctx context.Context, key []byte, rev int64) (storage.KeyValue, error) {
+	start := time.Now()
+	kv, err := s.Store.Get(ctx, key, rev)
+	s.observe("get", start, ignoreNotFound(err))
+	return kv, err
+}
+
+func (s instrumentedStore) List(ctx context.Context, opts storage.ListOptions) (storage.ListResult, error) {
+	start := time.Now()
+	res, err := s.Store.List(ctx, opts)
+	s.observe("list", start, err)
+	return res, err
+}
+
+func (s instrumentedStore) Create(ctx context.Context, key, value []byte) (int64, error) {
+	start := time.Now()
+	rev, err := s.Store.Create(ctx, key, value)
+	s.observe("create", start, err)
+	return rev, err
+}
+
+func (s instrumentedStore) Update(ctx context.Context, key, value []byte, expected int64) (int64, error) {
+	start := time.Now()
+	rev, err := s.Store.Update(ctx, key, value, expected)
+	s.observe("update", start, err)
+	return rev, err
+}
+
+func (s instrumentedStore) Delete(ctx context.Context, key []byte, expected int64) (storage.KeyValue, int64, error) {
+	start := time.Now()
+	kv, rev, err := s.Store.Delete(ctx, key, expected)
+	s.observe("delete", start, err)
+	return kv, rev, err
+}
+
+func ignoreNotFound(err error) error {
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,113 @@
+package e2e
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/codec"
+)
+
+// protoObject is a generated Kubernetes type.
+type protoObject interface {
+	Marshal() ([]byte, error)
+	Unmarshal([]byte) error
+}
+
+// fullMeta sets every ObjectMeta field.
+func fullMeta() metav1.ObjectMeta {
+	yes, grace := true, int64(30)
+	ts := metav1.NewTime(time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC))
+	return metav1.ObjectMeta{
+		Name: "n", GenerateName: "n-", Namespace: "ns", UID: types.UID("u-1"), ResourceVersion: "42", Generation: 7,
+		CreationTimestamp: ts, DeletionTimestamp: &ts, DeletionGracePeriodSeconds: &grace,
+		Labels: map[string]string{"a": "1", "b.c/d": ""}, Annotations: map[string]string{"note": "café \"q\""},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Namespace", Name: "ns", UID: "u-0", Controller: &yes, BlockOwnerDeletion: &yes}},
+		Finalizers:      []string{"f1", "example.dev/f2"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", Time: &ts,
+			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{".":{},"f:a":{}}}`)}, Subresource: "status"}},
+	}
+}
+
+// checkBothWays checks that kapi's message reads what the generated type
+// writes (as the same JSON), and writes what the generated type reads.
+func checkBothWays(t *testing.T, name string, msg *codec.Message, in protoObject, fresh func() protoObject) {
+	t.Helper()
+	pb, err := in.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := msg.Unmarshal(pb)
+	if err != nil {
+		t.Fatalf("%s: kapi cannot decode client-go's protobuf: %v", name, err)
+	}
+	wantJSON, _ := json.Marshal(in)
+	var want map[string]any
+	_ = json.Unmarshal(wantJSON, &want)
+	delete(want, "kind")
+	delete(want, "apiVersion")
+	gotJSON, _ := json.Marshal(got)
+	var gotNorm map[string]any
+	_ = json.Unmarshal(gotJSON, &gotNorm)
+	if !reflect.DeepEqual(gotNorm, want) {
+		t.Errorf("%s: decoded\n got %s\nwant %s", name, gotJSON, wantJSON)
+	}
+	back, err := msg.AppendProtobuf(nil, wantJSON)
+	if err != nil {
+		t.Fatalf("%s: kapi cannot encode the JSON: %v", name, err)
+	}
+	out := fresh()
+	if err := out.Unmarshal(back); err != nil {
+		t.Fatalf("%s: client-go cannot decode kapi's protobuf: %v", name, err)
+	}
+	if !apiequality.Semantic.DeepEqual(out, in) {
+		a, _ := json.Marshal(out)
+		t.Errorf("%s: client-go decoded\n got %s\nwant %s", name, a, wantJSON)
+	}
+}
+
+// kapi's hand-written messages against the generated Go types of
+// k8s.io/api and k8s.io/apimachinery, in both directions.
+func TestProtobufWireCompatibility(t *testing.T) {
+	t.Parallel()
+	immutable := true
+	cm := &corev1.ConfigMap{ObjectMeta: fullMeta(), Data: map[string]string{"a": "b", "empty": ""}, BinaryData: map[string][]byte{"bin": {0, 1, 255}}, Immutable: &immutable}
+	checkBothWays(t, "ConfigMap", registry.ConfigMaps().Protobuf, cm, func() protoObject { return &corev1.ConfigMap{} })
+
+	ts := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	ns := &corev1.Namespace{ObjectMeta: fullMeta(), Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes"}},
+		Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating, Conditions: []corev1.NamespaceCondition{{Type: corev1.NamespaceDeletionContentFailure, Status: corev1.ConditionTrue, LastTransitionTime: ts, Reason: "R", Message: "M"}}}}
+	checkBothWays(t, "Namespace", registry.Namespaces().Protobuf, ns, func() protoObject { return &corev1.Namespace{} })
+
+	rem := int64(3)
+	list := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "9", Continue: "tok", RemainingItemCount: &rem}, Items: []corev1.ConfigMap{*cm, {ObjectMeta: metav1.ObjectMeta{Name: "x"}}}}
+	checkBothWays(t, "ConfigMapList", codec.ListOf(registry.ConfigMaps().Protobuf), list, func() protoObject { return &corev1.ConfigMapList{} })
+
+	st := &metav1.Status{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Status: metav1.StatusFailure, Message: "m", Reason: metav1.StatusReasonInvalid, Code: 422,
+		Details: &metav1.StatusDetails{Name: "n", Group: "g", Kind: "k", UID: "u", RetryAfterSeconds: 2, Causes: []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Message: "bad", Field: "spec.x"}}}}
+	checkBothWays(t, "Status", codec.StatusMessage, st, func() protoObject { return &metav1.Status{} })
+
+	pom := &metav1.PartialObjectMetadata{ObjectMeta: fullMeta()}
+	checkBothWays(t, "PartialObjectMetadata", codec.PartialObjectMetadataMessage, pom, func() protoObject { return &metav1.PartialObjectMetadata{} })
+	poml := &metav1.PartialObjectMetadataList{ListMeta: metav1.ListMeta{ResourceVersion: "5"}, Items: []metav1.PartialObjectMetadata{*pom}}
+	checkBothWays(t, "PartialObjectMetadataList", codec.PartialObjectMetadataListMessage, poml, func() protoObject { return &metav1.PartialObjectMetadataList{} })
+	pomlb := &metav1beta1.PartialObjectMetadataList{ListMeta: metav1.ListMeta{ResourceVersion: "5", Continue: "c"}, Items: []metav1.PartialObjectMetadata{*pom}}
+	checkBothWays(t, "v1beta1 PartialObjectMetadataList", codec.PartialObjectMetadataListV1beta1Message, pomlb, func() protoObject { return &metav1beta1.PartialObjectMetadataList{} })
+
+	grace, orphan, prop, uid, rv := int64(0), false, metav1.DeletePropagationForeground, types.UID("u"), "7"
+	do := &metav1.DeleteOptions{GracePeriodSeconds: &grace, OrphanDependents: &orphan, PropagationPolicy: &prop, DryRun: []string{"All"},
+		Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}}
+	checkBothWays(t, "DeleteOptions", codec.DeleteOptionsMessage, do, func() protoObject { return &metav1.DeleteOptions{} })
+
+	sc := &autoscalingv1.Scale{ObjectMeta: fullMeta(), Spec: autoscalingv1.ScaleSpec{Replicas: 3}, Status: autoscalingv1.ScaleStatus{Replicas: 2, Selector: "app=x"}}
+	checkBothWays(t, "Scale", codec.ScaleMessage, sc, func() protoObject { return &autoscalingv1.Scale{} })
+}

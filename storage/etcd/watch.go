@@ -1,0 +1,243 @@
+package etcd
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/kapi-dev/kapi/storage"
+)
+
+// watchBuffer is the number of events a watch holds for a slow consumer
+// (the etcd client buffers more behind it).
+const watchBuffer = 128
+
+// streamContext gives ctx gRPC metadata of its own: the etcd client shares
+// one watch stream among the watches whose contexts carry the same metadata,
+// and etcd answers a progress request on a stream only once every watch on
+// it has caught up. A stream per storage watch keeps a watch that replays
+// history from holding back the progress of the others.
+func streamContext(ctx context.Context) context.Context {
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	return clientv3.WithRequireLeader(metadata.AppendToOutgoingContext(ctx, "kapi-watch", hex.EncodeToString(id[:])))
+}
+
+// Watch implements storage.Store.
+func (s *Store) Watch(ctx context.Context, opts storage.WatchOptions) (<-chan storage.Event, error) {
+	if len(opts.Prefix) == 0 {
+		return nil, fmt.Errorf("%w: empty watch prefix", storage.ErrInvalid)
+	}
+	if opts.FromRevision < 0 {
+		return nil, fmt.Errorf("%w: negative revision %d", storage.ErrInvalid, opts.FromRevision)
+	}
+	done, err := s.begin()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	from := opts.FromRevision
+	if from == 0 {
+		// Everything after the current revision: read it here rather than
+		// let etcd pick it when the watch reaches it, so that every write
+		// acknowledged after Watch returns is delivered.
+		if from, err = s.currentRevision(ctx); err != nil {
+			return nil, err
+		}
+	} else {
+		// Watching from a revision means reading the state at it: below
+		// the compacted revision that fails. A future revision is allowed.
+		_, err := s.cli.Get(ctx, s.prefix, clientv3.WithCountOnly(), clientv3.WithRev(from))
+		if err != nil && !errors.Is(err, rpctypes.ErrFutureRev) {
+			return nil, s.readError(ctx, err, from)
+		}
+	}
+	s.log.Warn("DBG watch", "prefix", string(opts.Prefix), "from", from, "req", opts.FromRevision)
+	w := &watcher{s: s, ctx: ctx, prefix: opts.Prefix, interval: opts.ProgressInterval, last: from,
+		out: make(chan storage.Event, watchBuffer)}
+	go w.run()
+	return w.out, nil
+}
+
+type watcher struct {
+	s        *Store
+	ctx      context.Context // the caller's
+	prefix   []byte
+	interval time.Duration
+	last     int64 // every change up to this revision was delivered
+	out      chan storage.Event
+}
+
+// errRetry says the etcd watch ended in a way worth resuming from.
+var errRetry = errors.New("etcd watch interrupted")
+
+func (w *watcher) run() {
+	defer close(w.out)
+	// ctx ends with the caller's context or the store.
+	ctx, cancel := context.WithCancel(w.ctx)
+	defer cancel()
+	stop := context.AfterFunc(w.s.ctx, cancel)
+	defer stop()
+
+	backoff := 50 * time.Millisecond
+	for {
+		err := w.follow(ctx)
+		w.s.log.Warn("DBG follow ended", "prefix", string(w.prefix), "last", w.last, "err", err, "callerErr", w.ctx.Err())
+		if w.ctx.Err() != nil {
+			return // the caller is gone: just close
+		}
+		if w.s.ctx.Err() != nil {
+			w.fail(storage.ErrClosed)
+			return
+		}
+		if !errors.Is(err, errRetry) {
+			w.fail(err)
+			return
+		}
+		w.s.log.Debug("etcd watch resuming", "prefix", string(w.prefix), "from", w.last+1, "err", err)
+		select {
+		case <-ctx.Done():
+			continue // reported above on the next turn
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// fail sends the final error event.
+func (w *watcher) fail(err error) {
+	select {
+	case w.out <- storage.Event{Type: storage.EventError, Err: err}:
+	case <-w.ctx.Done():
+	}
+}
+
+// follow runs one etcd watch for the changes after w.last until it ends: errRetry when it
+// may resume, another error when the watch must end, nil when ctx ended.
+func (w *watcher) follow(ctx context.Context) error {
+	wctx, cancel := context.WithCancel(streamContext(ctx))
+	defer cancel()
+	s := w.s
+	// From w.last rather than w.last+1 (the events at w.last are skipped
+	// below): etcd answers progress requests only for watches that started
+	// at or below its current revision, and w.last is committed when it
+	// came from a read or an event; so progress works before any write.
+	ch := s.cli.Watch(wctx, s.key(w.prefix),
+		clientv3.WithRange(s.rangeEnd(w.prefix)), clientv3.WithRev(w.last), clientv3.WithPrevKV())
+	var tick <-chan time.Time
+	if w.interval > 0 {
+		t := time.NewTicker(w.interval)
+		defer t.Stop()
+		tick = t.C
+	}
+	quiet := true // nothing sent since the last tick
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick:
+			if quiet {
+				// etcd answers on this watch's own stream once it has
+				// caught up; the answer arrives as a progress response.
+				_ = s.cli.RequestProgress(wctx)
+			}
+			quiet = true
+		case resp, ok := <-ch:
+			if !ok {
+				return errRetry
+			}
+			if resp.CompactRevision > 0 {
+				return &storage.CompactedError{Requested: w.last, Oldest: resp.CompactRevision}
+			}
+			if err := resp.Err(); err != nil {
+				if permanent(err) {
+					return fmt.Errorf("etcd: watch: %w", err)
+				}
+				return fmt.Errorf("%w: %v", errRetry, err)
+			}
+			if resp.IsProgressNotify() {
+				if rev := resp.Header.Revision; rev >= w.last {
+					w.last = rev
+					if !w.send(ctx, storage.Event{Type: storage.EventProgress, Revision: rev}) {
+						return nil
+					}
+					quiet = false
+				}
+				continue
+			}
+			for _, ev := range resp.Events {
+				if ev.Kv.ModRevision <= w.last {
+					continue // already delivered before a resume
+				}
+				e, err := w.convert(ctx, ev)
+				if err != nil {
+					return err
+				}
+				if !w.send(ctx, e) {
+					return nil
+				}
+				w.last = e.Revision
+				quiet = false
+			}
+		}
+	}
+}
+
+func (w *watcher) send(ctx context.Context, e storage.Event) bool {
+	select {
+	case w.out <- e:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// convert turns an etcd event into a storage event.
+func (w *watcher) convert(ctx context.Context, ev *clientv3.Event) (storage.Event, error) {
+	s := w.s
+	kv, prev := ev.Kv, ev.PrevKv
+	e := storage.Event{Key: s.strip(kv.Key), Revision: kv.ModRevision}
+	// etcd reads the previous value when it sends the event; if history was
+	// compacted in between, the previous value is missing, and an event
+	// without it would pass an update for a create. End the watch instead.
+	needPrev := ev.Type == mvccpb.DELETE || kv.Version > 1
+	if needPrev && prev == nil {
+		oldest, err := s.compactedRevision(ctx)
+		if err != nil {
+			oldest = 0
+		}
+		return e, &storage.CompactedError{Requested: kv.ModRevision - 1, Oldest: oldest}
+	}
+	switch ev.Type {
+	case mvccpb.PUT:
+		e.Type = storage.EventPut
+		e.Value = value(kv.Value)
+		e.CreateRevision = kv.CreateRevision
+		if needPrev {
+			e.PrevValue, e.PrevRevision = value(prev.Value), prev.ModRevision
+		}
+	case mvccpb.DELETE:
+		e.Type = storage.EventDelete
+		e.PrevValue, e.PrevRevision, e.CreateRevision = value(prev.Value), prev.ModRevision, prev.CreateRevision
+	default:
+		return e, fmt.Errorf("etcd: unknown event type %v", ev.Type)
+	}
+	return e, nil
+}
+
+// permanent reports whether a watch error will not go away by retrying.
+func permanent(err error) bool {
+	return errors.Is(err, rpctypes.ErrPermissionDenied) || errors.Is(err, rpctypes.ErrInvalidAuthToken) ||
+		errors.Is(err, rpctypes.ErrAuthFailed) || errors.Is(err, rpctypes.ErrUserEmpty)
+}

@@ -1,0 +1,559 @@
+// Package watch is kapi's watch cache and broadcaster. It knows storage keys,
+// opaque values and revisions, never HTTP or the object format.
+//
+// A Cache follows one storage prefix (one resource type) with a single storage
+// watch and keeps:
+//
+//   - the current state: the latest version of every object, so that reads at
+//     "any" resourceVersion and the synthetic ADDED events that start a watch
+//     come from memory (bounded by Settings.StateBytes);
+//   - a window of recent events (bounded by count, age and bytes), so that a
+//     watch resuming from a recent revision replays from memory;
+//   - its watchers. Each event is handed to every live watcher whose prefix
+//     and filter it passes, without ever blocking: a watcher has a bounded
+//     queue, and one whose queue is full drops it and later replays from the
+//     window at its own pace; one that falls behind the window is closed.
+//
+// A watch from a revision older than the window reads storage history until
+// it reaches the window, then continues from the cache; older than storage's
+// history, it gets one Error event (410 Gone in the API).
+//
+// Events are encoded lazily by the watchers' consumers through an Encoder,
+// once per event and representation, and the frames are shared.
+package watch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kapi-dev/kapi/storage"
+)
+
+// listPageSize is the page size of the cache's storage lists.
+const listPageSize = 1000
+
+// Cache is the watch cache of one storage prefix. It is safe for concurrent
+// use. Create it with New and release it with Stop.
+type Cache struct {
+	cfg Config
+	log *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	ready  chan struct{} // closed after the first list
+	done   chan struct{} // closed when the cache has stopped
+
+	frameBytes atomic.Int64 // bytes of frames cached by events in the window
+
+	// rev: every change up to it has been applied. Written under mu (with
+	// the events it covers dispatched first); read anywhere.
+	rev atomic.Int64
+
+	mu          sync.RWMutex
+	oldest      int64 // the window holds every change after oldest
+	window      ring
+	windowBytes int64
+	state       map[string]*Object // nil when no state is kept
+	stateBytes  int64
+	stateOff    bool // the state outgrew Settings.StateBytes
+	watchers    map[*Watcher]struct{}
+	live        map[*Watcher]struct{} // watchers fed by dispatch
+	advanced    chan struct{}         // closed and replaced whenever rev advances
+	err         error                 // why the cache stopped
+	lists       int                   // number of completed lists
+}
+
+// New starts a cache. It lists the prefix and follows it in the background;
+// calls that need the state wait until the first list is done.
+func New(cfg Config) (*Cache, error) {
+	if cfg.Storage == nil {
+		return nil, errors.New("watch: Config.Storage is required")
+	}
+	if len(cfg.Prefix) == 0 {
+		return nil, errors.New("watch: Config.Prefix is required")
+	}
+	s, err := cfg.Settings.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Settings = s
+	cfg.Prefix = bytes.Clone(cfg.Prefix)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Cache{
+		cfg:      cfg,
+		log:      cfg.Logger.With("prefix", string(cfg.Prefix)),
+		ctx:      ctx,
+		cancel:   cancel,
+		ready:    make(chan struct{}),
+		done:     make(chan struct{}),
+		watchers: map[*Watcher]struct{}{},
+		live:     map[*Watcher]struct{}{},
+		advanced: make(chan struct{}),
+		stateOff: cfg.StateBytes < 0,
+	}
+	go c.run()
+	return c, nil
+}
+
+// Stop stops the cache and ends its watchers (with ErrStopped). It waits
+// until the cache's goroutine has returned.
+func (c *Cache) Stop() {
+	c.cancel()
+	<-c.done
+}
+
+// Done is closed when the cache has stopped.
+func (c *Cache) Done() <-chan struct{} { return c.done }
+
+// Err returns why the cache stopped (nil while it runs).
+func (c *Cache) Err() error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.err
+}
+
+// Stats describe a cache at one moment.
+type Stats struct {
+	Revision       int64 // every change up to it is in the cache
+	Oldest         int64 // the window holds every change after it
+	WindowEvents   int
+	WindowBytes    int64 // objects and cached frames
+	StateObjects   int   // -1 when no state is kept
+	StateBytes     int64
+	Watchers       int
+	LiveWatchers   int // watchers fed directly (the others replay or start)
+	ListsCompleted int
+}
+
+// Stats returns the cache's current figures.
+func (c *Cache) Stats() Stats {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	st := Stats{Revision: c.rev.Load(), Oldest: c.oldest, WindowEvents: c.window.len(),
+		WindowBytes: c.windowBytes + c.frameBytes.Load(), StateObjects: -1, StateBytes: c.stateBytes,
+		Watchers: len(c.watchers), LiveWatchers: len(c.live), ListsCompleted: c.lists}
+	if c.state != nil {
+		st.StateObjects = len(c.state)
+	}
+	return st
+}
+
+// waitReady waits for the first list.
+func (c *Cache) waitReady(ctx context.Context) error {
+	select {
+	case <-c.ready:
+		return nil
+	default:
+	}
+	select {
+	case <-c.ready:
+		return nil
+	case <-c.done:
+		return c.Err()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Revision returns the revision up to which the cache has applied every
+// change, once the cache is ready.
+func (c *Cache) Revision(ctx context.Context) (int64, error) {
+	if err := c.waitReady(ctx); err != nil {
+		return 0, err
+	}
+	return c.rev.Load(), nil
+}
+
+// WaitForRevision waits until the cache has applied every change up to rev,
+// for at most d. It reports whether it has.
+func (c *Cache) WaitForRevision(ctx context.Context, rev int64, d time.Duration) (bool, error) {
+	if err := c.waitReady(ctx); err != nil {
+		return false, err
+	}
+	var timeout <-chan time.Time
+	for {
+		c.mu.RLock()
+		ok, ch, err := c.rev.Load() >= rev, c.advanced, c.err
+		c.mu.RUnlock()
+		if ok {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if timeout == nil {
+			if d <= 0 {
+				return false, nil
+			}
+			t := time.NewTimer(d)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			return false, nil
+		case <-c.done:
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+}
+
+// Attrs returns the filter attributes of an object (Config.Attrs), computed
+// at most once per object.
+func (c *Cache) Attrs(o *Object) (any, error) { return o.attributes(c.cfg.Attrs) }
+
+// List returns the objects under prefix in key order and the revision of the
+// state they form: the cache's state, at whatever revision the cache has
+// reached ("any" in the API's terms). ok is false when the cache keeps no
+// state; the caller then reads storage.
+func (c *Cache) List(ctx context.Context, prefix []byte) (objs []*Object, rev int64, ok bool, err error) {
+	if err := c.waitReady(ctx); err != nil {
+		return nil, 0, false, err
+	}
+	c.mu.RLock()
+	if c.state == nil {
+		c.mu.RUnlock()
+		return nil, 0, false, nil
+	}
+	objs = c.snapshotLocked(prefix)
+	rev = c.rev.Load()
+	c.mu.RUnlock()
+	sortObjects(objs)
+	return objs, rev, true, nil
+}
+
+// Get returns the object with key from the cache's state (nil when there is
+// none) and the state's revision. ok is false when the cache keeps no state.
+func (c *Cache) Get(ctx context.Context, key []byte) (obj *Object, rev int64, ok bool, err error) {
+	if err := c.waitReady(ctx); err != nil {
+		return nil, 0, false, err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.state == nil {
+		return nil, 0, false, nil
+	}
+	return c.state[string(key)], c.rev.Load(), true, nil
+}
+
+func (c *Cache) snapshotLocked(prefix []byte) []*Object {
+	if bytes.Equal(prefix, c.cfg.Prefix) {
+		objs := make([]*Object, 0, len(c.state))
+		for _, o := range c.state {
+			objs = append(objs, o)
+		}
+		return objs
+	}
+	var objs []*Object
+	for _, o := range c.state {
+		if bytes.HasPrefix(o.Key, prefix) {
+			objs = append(objs, o)
+		}
+	}
+	return objs
+}
+
+func sortObjects(objs []*Object) {
+	sort.Slice(objs, func(i, j int) bool { return bytes.Compare(objs[i].Key, objs[j].Key) < 0 })
+}
+
+// run lists and follows the prefix until the cache is stopped or the store
+// closes, recovering from storage watch failures.
+func (c *Cache) run() {
+	defer close(c.done)
+	backoff := 100 * time.Millisecond
+	needList := true
+	var err error
+	for {
+		if needList {
+			if err = c.list(); err == nil {
+				needList = false
+				backoff = 100 * time.Millisecond
+			}
+		}
+		if err == nil {
+			err = c.follow()
+		}
+		switch {
+		case c.ctx.Err() != nil:
+			c.shutdown(ErrStopped)
+			return
+		case errors.Is(err, storage.ErrClosed):
+			c.shutdown(storage.ErrClosed)
+			return
+		case errors.Is(err, storage.ErrCompacted):
+			// The cache fell behind storage history: list again.
+			needList = true
+		}
+		c.log.Warn("watch cache: storage watch failed; retrying", "error", err, "backoff", backoff)
+		select {
+		case <-time.After(backoff):
+		case <-c.ctx.Done():
+			c.shutdown(ErrStopped)
+			return
+		}
+		backoff = min(2*backoff, 5*time.Second)
+		err = nil
+	}
+}
+
+// shutdown ends every watcher with err.
+func (c *Cache) shutdown(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.err = err
+	for w := range c.watchers {
+		w.closeLocked(err)
+	}
+	clear(c.watchers)
+	clear(c.live)
+	c.window.reset()
+	c.state = nil
+	close(c.advanced)
+	c.advanced = make(chan struct{})
+}
+
+// list reads the prefix from a storage snapshot and makes it the cache's
+// state. A list after the first breaks the continuity of every watcher.
+func (c *Cache) list() error {
+	st := c.cfg.Storage
+	var state map[string]*Object
+	c.mu.RLock()
+	keep := !c.stateOff
+	c.mu.RUnlock()
+	if keep {
+		state = map[string]*Object{}
+	}
+	var size, rev int64
+	var start []byte
+	for {
+		opts := storage.ListOptions{Prefix: c.cfg.Prefix, StartKey: start, Revision: rev, Limit: listPageSize}
+		if state == nil {
+			opts.Limit, opts.KeysOnly = 1, true // only the revision is needed
+		}
+		page, err := st.List(c.ctx, opts)
+		if err != nil {
+			return fmt.Errorf("listing: %w", err)
+		}
+		rev = page.Revision
+		if state != nil {
+			for _, kv := range page.Items {
+				o := &Object{Key: kv.Key, Value: kv.Value, Revision: kv.Revision}
+				state[string(kv.Key)] = o
+				size += o.size()
+			}
+			if size > c.cfg.StateBytes {
+				c.log.Warn("watch cache: the state is larger than Settings.StateBytes; serving initial state from storage",
+					"limit", c.cfg.StateBytes)
+				state, size = nil, 0
+				c.mu.Lock()
+				c.stateOff = true
+				c.mu.Unlock()
+			}
+		}
+		if state == nil || !page.More {
+			break
+		}
+		start = page.NextKey
+	}
+	if rev == 0 {
+		// Nothing was ever written: a watch from revision 0 would start "from
+		// now" and could miss a write made meanwhile. Wait for one.
+		return fmt.Errorf("listing: the store has no revision yet")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lists > 0 {
+		for w := range c.watchers {
+			w.closeLocked(ErrResync)
+			delete(c.watchers, w)
+		}
+		clear(c.live)
+	}
+	for c.window.len() > 0 {
+		c.frameBytes.Add(-c.window.pop().detach())
+	}
+	c.window.reset()
+	c.windowBytes = 0
+	c.state, c.stateBytes = state, size
+	c.rev.Store(rev)
+	c.oldest = rev
+	c.lists++
+	c.advanceLocked()
+	if c.lists == 1 {
+		close(c.ready)
+	}
+	return nil
+}
+
+// follow applies the storage watch from the cache's revision until it fails.
+func (c *Cache) follow() error {
+	from := c.rev.Load()
+	evs, err := c.cfg.Storage.Watch(c.ctx, storage.WatchOptions{
+		Prefix: c.cfg.Prefix, FromRevision: from, ProgressInterval: c.cfg.ProgressInterval,
+	})
+	if err != nil {
+		return err
+	}
+	batch := make([]storage.Event, 0, 256)
+	for {
+		var ev storage.Event
+		var ok bool
+		select {
+		case ev, ok = <-evs:
+		case <-c.ctx.Done():
+			return c.ctx.Err()
+		}
+		if !ok {
+			if err := c.ctx.Err(); err != nil {
+				return err
+			}
+			return errors.New("storage watch ended")
+		}
+		batch = append(batch[:0], ev)
+	drain:
+		for len(batch) < cap(batch) {
+			select {
+			case ev, ok = <-evs:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, ev)
+			default:
+				break drain
+			}
+		}
+		err := c.apply(batch)
+		clear(batch)
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// apply applies a batch of storage events: state, window, dispatch.
+func (c *Cache) apply(batch []storage.Event) error {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var err error
+	for i := range batch {
+		sev := &batch[i]
+		switch sev.Type {
+		case storage.EventProgress:
+			if sev.Revision > c.rev.Load() {
+				c.rev.Store(sev.Revision)
+			}
+		case storage.EventPut, storage.EventDelete:
+			if sev.Revision <= c.rev.Load() {
+				continue
+			}
+			var prev *Object
+			if c.state != nil {
+				prev = c.state[string(sev.Key)]
+			}
+			ev := newEvent(sev, prev, now)
+			ev.counter = &c.frameBytes
+			c.applyStateLocked(ev)
+			c.window.push(ev)
+			c.windowBytes += ev.size
+			c.dispatchLocked(ev)
+			c.rev.Store(sev.Revision)
+		case storage.EventError:
+			if err == nil {
+				err = sev.Err
+				if err == nil {
+					err = errors.New("storage watch failed")
+				}
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	c.evictLocked(now)
+	c.advanceLocked()
+	return err
+}
+
+func (c *Cache) advanceLocked() {
+	close(c.advanced)
+	c.advanced = make(chan struct{})
+}
+
+func (c *Cache) applyStateLocked(ev *Event) {
+	if c.state == nil {
+		return
+	}
+	key := string(ev.Key())
+	if old, ok := c.state[key]; ok {
+		c.stateBytes -= old.size()
+	}
+	if ev.Type == Deleted {
+		delete(c.state, key)
+		return
+	}
+	c.state[key] = ev.Object
+	c.stateBytes += ev.Object.size()
+	if c.stateBytes > c.cfg.StateBytes {
+		c.log.Warn("watch cache: the state is larger than Settings.StateBytes; serving initial state from storage",
+			"limit", c.cfg.StateBytes, "objects", len(c.state))
+		c.state, c.stateBytes, c.stateOff = nil, 0, true
+	}
+}
+
+func (c *Cache) evictLocked(now time.Time) {
+	for c.window.len() > 0 {
+		ev := c.window.at(0)
+		if c.window.len() <= c.cfg.WindowEvents &&
+			c.windowBytes+c.frameBytes.Load() <= c.cfg.WindowBytes &&
+			now.Sub(ev.at) <= c.cfg.WindowAge {
+			return
+		}
+		c.window.pop()
+		c.windowBytes -= ev.size
+		c.frameBytes.Add(-ev.detach())
+		c.oldest = ev.Revision
+	}
+}
+
+// dispatchLocked hands ev to every live watcher that wants it. It never
+// blocks: a watcher whose queue is full stops being live and later replays
+// from the window.
+func (c *Cache) dispatchLocked(ev *Event) {
+	for w := range c.live {
+		if ev.Revision <= w.from {
+			continue
+		}
+		typ, ok := w.match(ev)
+		if !ok {
+			continue
+		}
+		w.mu.Lock()
+		if len(w.queue) >= c.cfg.WatcherBuffer {
+			w.live = false
+			clear(w.queue)
+			w.queue = w.queue[:0]
+			w.mu.Unlock()
+			c.log.Debug("watch cache: watcher is behind; it will replay from the window", "watcher", w.id)
+			delete(c.live, w)
+			w.signal()
+			continue
+		}
+		w.queue = append(w.queue, delivery{ev: ev, typ: typ})
+		w.mu.Unlock()
+		w.signal()
+	}
+}

@@ -1,0 +1,523 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kapi-dev/kapi/storage"
+)
+
+func TestInitialEventsThenChanges(t *testing.T) {
+	e := newEnv(t, Settings{})
+	e.put(testPrefix+"b", "b1")
+	e.put(testPrefix+"a", "a1")
+	e.put("/outside/x", "x")
+	e.waitCaughtUp()
+
+	r := e.watch(WatchOptions{Initial: true, InitialEventsEnd: true})
+	r.expect(t, "ADDED /t/a a1", "ADDED /t/b b1")
+	end := r.next(t)
+	if end.typ != "BOOKMARK" || end.value != "true" || end.rev < e.current()-1 {
+		t.Fatalf("initial-events-end bookmark %v", end)
+	}
+	r1 := e.put(testPrefix+"a", "a2")
+	r2 := e.put(testPrefix+"c", "c1")
+	r3 := e.del(testPrefix + "b")
+	got := r.expect(t, "MODIFIED /t/a a2", "ADDED /t/c c1", "DELETED /t/b b1")
+	if got[0].rev != r1 || got[1].rev != r2 || got[2].rev != r3 {
+		t.Fatalf("revisions %v, want %d %d %d", got, r1, r2, r3)
+	}
+
+	// A namespace-like prefix sees only its keys.
+	e.put(testPrefix+"ns1/x", "1")
+	e.put(testPrefix+"ns2/y", "2")
+	e.waitCaughtUp()
+	rn := e.watch(WatchOptions{Prefix: []byte(testPrefix + "ns1/"), Initial: true})
+	rn.expect(t, "ADDED /t/ns1/x 1")
+	e.put(testPrefix+"ns2/y", "3")
+	e.put(testPrefix+"ns1/x", "4")
+	rn.expect(t, "MODIFIED /t/ns1/x 4")
+
+	// A prefix outside the cache is refused.
+	if _, err := e.cache.Watch(context.Background(), WatchOptions{Prefix: []byte("/other/"), Encoder: e.enc}); err == nil {
+		t.Fatal("watch outside the cache's prefix succeeded")
+	}
+}
+
+func TestResumeFromWindowAndFuture(t *testing.T) {
+	e := newEnv(t, Settings{})
+	e.put(testPrefix+"a", "1")
+	from := e.put(testPrefix+"a", "2")
+	e.put(testPrefix+"a", "3")
+	e.del(testPrefix + "a")
+	e.waitCaughtUp()
+
+	r := e.watch(WatchOptions{Revision: from})
+	r.expect(t, "MODIFIED /t/a 3", "DELETED /t/a 3")
+
+	// Revision 0 without initial events: changes after the cache's revision.
+	r0 := e.watch(WatchOptions{})
+	e.put(testPrefix+"b", "1")
+	r0.expect(t, "ADDED /t/b 1")
+
+	// A future revision: nothing until changes pass it.
+	future := e.current() + 3
+	rf := e.watch(WatchOptions{Revision: future, Bookmarks: true})
+	e.put(testPrefix+"b", "2")
+	e.put(testPrefix+"b", "3")
+	e.put(testPrefix+"b", "4")
+	rev := e.put(testPrefix+"b", "5")
+	got := rf.expect(t, "MODIFIED /t/b 5")
+	if got[0].rev != rev || rev != future+1 {
+		t.Fatalf("future watch got %v; want revision %d", got, future+1)
+	}
+}
+
+// A watch from before the window replays storage history, then continues
+// from the cache; one from before storage history gets an Error event.
+func TestResumeFromStorageHistory(t *testing.T) {
+	e := newEnv(t, Settings{WindowEvents: 5})
+	first := e.put(testPrefix+"k", "0")
+	for i := 1; i < 30; i++ {
+		e.put(testPrefix+"k", fmt.Sprint(i))
+	}
+	e.waitCaughtUp()
+	if st := e.cache.Stats(); st.WindowEvents != 5 || st.Oldest <= first {
+		t.Fatalf("stats %+v: want a window of 5 events", st)
+	}
+	r := e.watch(WatchOptions{Revision: first})
+	for i := 1; i < 30; i++ {
+		r.expect(t, fmt.Sprintf("MODIFIED /t/k %d", i))
+	}
+	// Handed over to the cache: it becomes a live watcher.
+	waitFor(t, "the watcher to go live", func() bool { return e.cache.Stats().LiveWatchers == 1 })
+	e.put(testPrefix+"k", "30")
+	r.expect(t, "MODIFIED /t/k 30")
+
+	// Compacted history: one Error event, then the end.
+	if err := e.st.Compact(context.Background(), e.current()); err != nil {
+		t.Fatal(err)
+	}
+	old := e.watch(WatchOptions{Revision: first})
+	if ev := old.next(t); ev.typ != "ERROR" || !strings.Contains(ev.value, "compacted") {
+		t.Fatalf("got %v, want an ERROR event", ev)
+	}
+	if err := old.ended(t); !errors.Is(err, ErrEnded) {
+		t.Fatalf("after the error: %v", err)
+	}
+}
+
+func TestFilterEnterAndLeave(t *testing.T) {
+	e := newEnv(t, Settings{})
+	e.put(testPrefix+"a", "red")
+	e.put(testPrefix+"b", "blue")
+	e.put(testPrefix+"bad", "noattrs")
+	e.waitCaughtUp()
+	red := func(a any) bool { return a == "red" }
+	r := e.watch(WatchOptions{Initial: true, Filter: red})
+	r.expect(t, "ADDED /t/a red")
+	leave := e.put(testPrefix+"a", "green") // leaves the selection
+	e.put(testPrefix+"b", "red")            // enters it
+	e.put(testPrefix+"b", "red")            // stays
+	e.put(testPrefix+"c", "blue")           // never in it
+	e.del(testPrefix + "b")                 // deleted while selected
+	got := r.expect(t, "DELETED /t/a red", "ADDED /t/b red", "MODIFIED /t/b red", "DELETED /t/b red")
+	if got[0].rev != leave {
+		t.Fatalf("leaving event at %d, want the change's revision %d", got[0].rev, leave)
+	}
+}
+
+// Every event is encoded once per encoder, however many watchers get it.
+func TestEncodeOncePerEvent(t *testing.T) {
+	e := newEnv(t, Settings{})
+	var readers []*reader
+	for i := 0; i < 50; i++ {
+		readers = append(readers, e.watch(WatchOptions{}))
+	}
+	for i := 0; i < 20; i++ {
+		e.put(testPrefix+"k", fmt.Sprint(i))
+	}
+	for _, r := range readers {
+		for i := 0; i < 20; i++ {
+			r.expect(t, fmt.Sprintf("%s /t/k %d", map[bool]string{true: "ADDED", false: "MODIFIED"}[i == 0], i))
+		}
+	}
+	if n := e.enc.events.Load(); n != 20 {
+		t.Fatalf("%d encodes for 20 events and 50 watchers; want 20", n)
+	}
+	// Another representation has frames of its own.
+	other := &testEncoder{}
+	r := e.watch(WatchOptions{Encoder: other, Revision: e.current() - 5})
+	for i := 15; i < 20; i++ {
+		r.expect(t, fmt.Sprintf("MODIFIED /t/k %d", i))
+	}
+	if n := other.events.Load(); n != 5 {
+		t.Fatalf("other encoder: %d encodes, want 5", n)
+	}
+}
+
+// A watcher whose consumer stalls neither blocks writers nor other
+// watchers; it replays from the window when it resumes, and is closed once
+// it has fallen behind the window.
+func TestSlowWatchers(t *testing.T) {
+	e := newEnv(t, Settings{WatcherBuffer: 4, WindowEvents: 30})
+	ctx := context.Background()
+	// A stalled watcher: nobody calls Next.
+	stalled, err := e.cache.Watch(ctx, WatchOptions{Encoder: e.enc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Stop()
+	// A slow one that resumes in time, and a fast one.
+	slow, err := e.cache.Watch(ctx, WatchOptions{Encoder: e.enc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Stop()
+	fast := e.watch(WatchOptions{})
+	// Make the other two live: a first Next turns a watcher live and
+	// returns with the first event.
+	var wg sync.WaitGroup
+	for _, w := range []*Watcher{slow, stalled} {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, _ = w.Next(nil) }()
+	}
+	waitFor(t, "all watchers live", func() bool { return e.cache.Stats().LiveWatchers == 3 })
+	e.put(testPrefix+"k", "0")
+	wg.Wait()
+
+	start := time.Now()
+	for i := 1; i <= 15; i++ {
+		e.put(testPrefix+"k", fmt.Sprint(i))
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("writes took %v with a stalled watcher", d)
+	}
+	for i := 0; i <= 15; i++ {
+		ev := fast.nextNonBookmark(t)
+		if ev.value != fmt.Sprint(i) {
+			t.Fatalf("fast watcher: event %d is %v", i, ev)
+		}
+	}
+	// The slow watcher overflowed its queue of 4: it replays 1..15 from the
+	// window, in order, exactly once.
+	rs := read(slow)
+	for i := 1; i <= 15; i++ {
+		rs.expect(t, fmt.Sprintf("MODIFIED /t/k %d", i))
+	}
+	slow.Stop()
+	if err := rs.ended(t); !errors.Is(err, ErrEnded) {
+		t.Fatalf("stopped watcher ended with %v", err)
+	}
+	// The stalled one falls out of the window of 30 and is closed.
+	for i := 16; i <= 60; i++ {
+		e.put(testPrefix+"k", fmt.Sprint(i))
+	}
+	rst := read(stalled)
+	if err := rst.ended(t); !errors.Is(err, ErrTooSlow) {
+		t.Fatalf("stalled watcher ended with %v, want ErrTooSlow", err)
+	}
+}
+
+func TestBookmarks(t *testing.T) {
+	e := newEnv(t, Settings{BookmarkInterval: 50 * time.Millisecond})
+	e.put(testPrefix+"a", "1")
+	e.waitCaughtUp()
+	r := e.watch(WatchOptions{Bookmarks: true})
+	ev := r.next(t)
+	if ev.typ != "BOOKMARK" || ev.value != "false" {
+		t.Fatalf("got %v, want a bookmark", ev)
+	}
+	rev := e.put(testPrefix+"a", "2")
+	r.expect(t, "MODIFIED /t/a 2")
+	// Bookmarks follow the progress of the store, also for writes elsewhere.
+	other := e.put("/other/x", "1")
+	for {
+		ev := r.next(t)
+		if ev.typ != "BOOKMARK" || ev.rev < rev {
+			t.Fatalf("got %v, want bookmarks at %d or later", ev, rev)
+		}
+		if ev.rev >= other {
+			break
+		}
+	}
+
+	// Without bookmarks, none; a watch with a deadline gets one 2s before it.
+	e2 := newEnv(t, Settings{})
+	quietR := e2.watch(WatchOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	rd := e2.watchCtx(ctx, WatchOptions{Bookmarks: true})
+	ev = rd.next(t)
+	if ev.typ != "BOOKMARK" || time.Since(start) > 2*time.Second {
+		t.Fatalf("got %v after %v, want a bookmark before the deadline", ev, time.Since(start))
+	}
+	if err := rd.ended(t); !errors.Is(err, ErrEnded) {
+		t.Fatalf("watch ended with %v at its deadline", err)
+	}
+	select {
+	case ev := <-quietR.ch:
+		t.Fatalf("watch without bookmarks got %v", ev)
+	default:
+	}
+}
+
+// A consistent start waits for the cache to reach the storage's current
+// revision, even when the last write was elsewhere.
+func TestConsistentStart(t *testing.T) {
+	for _, name := range []string{"cache", "snapshot"} {
+		t.Run(name, func(t *testing.T) {
+			s := Settings{}
+			if name == "snapshot" {
+				// Progress too rare to wait for: the start state comes from a
+				// storage snapshot.
+				s.ProgressInterval, s.ConsistentReadWait = time.Hour, time.Millisecond
+			}
+			e := newEnv(t, s)
+			e.put(testPrefix+"a", "1")
+			e.waitCaughtUp()
+			cur := e.put("/other/y", "1")
+			r := e.watch(WatchOptions{Initial: true, Consistent: true, InitialEventsEnd: true})
+			r.expect(t, "ADDED /t/a 1")
+			if end := r.next(t); end.typ != "BOOKMARK" || end.value != "true" || end.rev < cur {
+				t.Fatalf("initial-events-end %v; want a revision of at least %d", end, cur)
+			}
+			e.put(testPrefix+"a", "2")
+			r.expect(t, "MODIFIED /t/a 2")
+
+			// Not older than a revision storage has not reached.
+			_, err := e.cache.Watch(context.Background(), WatchOptions{Encoder: e.enc, Initial: true, Revision: e.current() + 100})
+			var fe *storage.FutureRevisionError
+			if !errors.As(err, &fe) {
+				t.Fatalf("watch not older than a future revision: %v", err)
+			}
+		})
+	}
+}
+
+func TestStateLimitAndGetList(t *testing.T) {
+	e := newEnv(t, Settings{})
+	e.put(testPrefix+"b", "2")
+	e.put(testPrefix+"a", "1")
+	e.waitCaughtUp()
+	objs, rev, ok, err := e.cache.List(context.Background(), []byte(testPrefix))
+	if err != nil || !ok || len(objs) != 2 || string(objs[0].Key) != "/t/a" || rev < objs[1].Revision {
+		t.Fatalf("list: %v %v %d %v", objs, ok, rev, err)
+	}
+	o, _, ok, err := e.cache.Get(context.Background(), []byte(testPrefix+"b"))
+	if err != nil || !ok || o == nil || string(o.Value) != "2" {
+		t.Fatalf("get: %v %v %v", o, ok, err)
+	}
+
+	// A state over its bound is dropped: reads go to storage snapshots.
+	small := newEnv(t, Settings{StateBytes: 300})
+	small.put(testPrefix+"a", "1")
+	small.put(testPrefix+"b", "2")
+	small.waitCaughtUp()
+	small.put(testPrefix+"c", "3")
+	small.waitCaughtUp()
+	if _, _, ok, _ := small.cache.List(context.Background(), []byte(testPrefix)); ok {
+		t.Fatal("list served from a state over its bound")
+	}
+	if st := small.cache.Stats(); st.StateObjects != -1 {
+		t.Fatalf("stats %+v: want no state", st)
+	}
+	r := small.watch(WatchOptions{Initial: true, InitialEventsEnd: true})
+	r.expect(t, "ADDED /t/a 1", "ADDED /t/b 2", "ADDED /t/c 3")
+	if end := r.next(t); end.typ != "BOOKMARK" || end.value != "true" {
+		t.Fatalf("got %v, want the initial-events-end bookmark", end)
+	}
+	small.put(testPrefix+"d", "4")
+	r.expect(t, "ADDED /t/d 4")
+}
+
+func TestWindowAge(t *testing.T) {
+	e := newEnv(t, Settings{WindowAge: 20 * time.Millisecond, ProgressInterval: 10 * time.Millisecond})
+	e.put(testPrefix+"a", "1")
+	e.put(testPrefix+"a", "2")
+	e.waitCaughtUp()
+	// Progress events drive the eviction of old events when idle.
+	waitFor(t, "the window to empty", func() bool { return e.cache.Stats().WindowEvents == 0 })
+}
+
+func TestEncodeError(t *testing.T) {
+	e := newEnv(t, Settings{})
+	r := e.watch(WatchOptions{})
+	e.put(testPrefix+"a", "corrupt")
+	if ev := r.next(t); ev.typ != "ERROR" {
+		t.Fatalf("got %v, want an ERROR event", ev)
+	}
+	if err := r.ended(t); !errors.Is(err, ErrEnded) {
+		t.Fatalf("ended with %v", err)
+	}
+}
+
+func TestStopAndStorageClose(t *testing.T) {
+	e := newEnv(t, Settings{})
+	r := e.watch(WatchOptions{})
+	e.cache.Stop()
+	if err := r.ended(t); !errors.Is(err, ErrStopped) {
+		t.Fatalf("watch ended with %v after Stop, want ErrStopped", err)
+	}
+	if _, err := e.cache.Watch(context.Background(), WatchOptions{Encoder: e.enc}); !errors.Is(err, ErrStopped) {
+		t.Fatalf("watch on a stopped cache: %v", err)
+	}
+
+	e2 := newEnv(t, Settings{})
+	r2 := e2.watch(WatchOptions{})
+	e2.st.Close()
+	if err := r2.ended(t); !errors.Is(err, storage.ErrClosed) {
+		t.Fatalf("watch ended with %v after the store closed, want ErrClosed", err)
+	}
+	select {
+	case <-e2.cache.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("cache did not stop when the store closed")
+	}
+}
+
+// failingStore injects a compaction error into the cache's storage watch.
+type failingStore struct {
+	storage.Store
+	mu     sync.Mutex
+	inject chan storage.Event
+}
+
+func (s *failingStore) Watch(ctx context.Context, opts storage.WatchOptions) (<-chan storage.Event, error) {
+	in, err := s.Store.Watch(ctx, opts)
+	if err != nil || string(opts.Prefix) != testPrefix {
+		return in, err
+	}
+	out := make(chan storage.Event)
+	inject := make(chan storage.Event, 1)
+	s.mu.Lock()
+	s.inject = inject
+	s.mu.Unlock()
+	go func() {
+		defer close(out)
+		for {
+			var ev storage.Event
+			var ok bool
+			select {
+			case ev, ok = <-in:
+				if !ok {
+					return
+				}
+			case ev = <-inject:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return
+			}
+			if ev.Type == storage.EventError {
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// When the cache's own storage watch is compacted away, it lists again and
+// ends its watchers, which start over.
+func TestResyncAfterCompaction(t *testing.T) {
+	base := newEnv(t, Settings{}).st
+	fs := &failingStore{Store: base}
+	e := newEnvOn(t, fs, Settings{})
+	e.put(testPrefix+"a", "1")
+	e.waitCaughtUp()
+	r := e.watch(WatchOptions{})
+	fs.mu.Lock()
+	inject := fs.inject
+	fs.mu.Unlock()
+	inject <- storage.Event{Type: storage.EventError, Err: &storage.CompactedError{Requested: 1, Oldest: 2}}
+	if err := r.ended(t); !errors.Is(err, ErrResync) {
+		t.Fatalf("watch ended with %v, want ErrResync", err)
+	}
+	waitFor(t, "the second list", func() bool { return e.cache.Stats().ListsCompleted == 2 })
+	r2 := e.watch(WatchOptions{Initial: true})
+	r2.expect(t, "ADDED /t/a 1")
+	e.put(testPrefix+"a", "2")
+	r2.expect(t, "MODIFIED /t/a 2")
+}
+
+// Thousands of watchers coming and going leave no goroutine, no watcher and
+// no memory behind.
+func TestManyWatchersNoLeak(t *testing.T) {
+	e := newEnv(t, Settings{})
+	for i := 0; i < 100; i++ {
+		e.put(fmt.Sprintf("%sk%03d", testPrefix, i), "v")
+	}
+	e.waitCaughtUp()
+	measure := func() (int, uint64) {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return runtime.NumGoroutine(), ms.HeapAlloc
+	}
+	// Warm up (timers, pools), then measure.
+	round := func(n int) {
+		var wg sync.WaitGroup
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				opts := WatchOptions{Encoder: e.enc, Bookmarks: i%2 == 0}
+				switch i % 3 {
+				case 0:
+					opts.Initial = true
+				case 1:
+					opts.Revision = 1 // from storage history
+				}
+				w, err := e.cache.Watch(ctx, opts)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if i%4 != 0 {
+					// Some read a little (the client goes away meanwhile),
+					// some nothing.
+					time.AfterFunc(time.Duration(i%7)*time.Millisecond, cancel)
+					_, _ = w.Next(nil)
+				}
+				if i%2 == 0 {
+					w.Stop()
+				} else {
+					cancel() // the client goes away
+				}
+			}(i)
+		}
+		e.put(testPrefix+"k000", "w")
+		wg.Wait()
+	}
+	round(200)
+	g0, h0 := measure()
+	for i := 0; i < 3; i++ {
+		round(1000)
+	}
+	waitFor(t, "watchers to be released", func() bool { return e.cache.Stats().Watchers == 0 })
+	var g1 int
+	var h1 uint64
+	waitFor(t, "goroutines to end", func() bool {
+		g1, h1 = measure()
+		return g1 <= g0+2
+	})
+	if st := e.cache.Stats(); st.Watchers != 0 || st.LiveWatchers != 0 {
+		t.Fatalf("stats after all watchers left: %+v", st)
+	}
+	if h1 > h0+8<<20 {
+		t.Fatalf("heap grew from %d to %d bytes after 3,000 watchers came and went", h0, h1)
+	}
+	t.Logf("goroutines %d → %d, heap %d KiB → %d KiB", g0, g1, h0>>10, h1>>10)
+}

@@ -1,0 +1,203 @@
+package watch
+
+import (
+	"bytes"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kapi-dev/kapi/storage"
+)
+
+// EventType is the type of a watch event, as on the wire.
+type EventType uint8
+
+// Event types.
+const (
+	Added EventType = iota + 1
+	Modified
+	Deleted
+	Bookmark
+	Error
+)
+
+func (t EventType) String() string {
+	switch t {
+	case Added:
+		return "ADDED"
+	case Modified:
+		return "MODIFIED"
+	case Deleted:
+		return "DELETED"
+	case Bookmark:
+		return "BOOKMARK"
+	case Error:
+		return "ERROR"
+	}
+	return "UNKNOWN"
+}
+
+// Object is one version of one stored object. Objects are shared by the
+// cache's state, its events and every watcher: callers must not modify them.
+type Object struct {
+	Key   []byte
+	Value []byte
+	// Revision is the revision the object was written at.
+	Revision int64
+
+	attrs atomic.Pointer[attrsResult]
+}
+
+type attrsResult struct {
+	v   any
+	err error
+}
+
+// objectOverhead approximates the memory of an Object and its map entry
+// beyond its key and value.
+const objectOverhead = 128
+
+func (o *Object) size() int64 { return int64(len(o.Key) + len(o.Value) + objectOverhead) }
+
+// attributes returns the filter attributes of o, computing them at most once
+// (concurrent first calls may both compute; one result wins).
+func (o *Object) attributes(fn func(key, value []byte) (any, error)) (any, error) {
+	if r := o.attrs.Load(); r != nil {
+		return r.v, r.err
+	}
+	if fn == nil {
+		return nil, nil
+	}
+	v, err := fn(o.Key, o.Value)
+	r := &attrsResult{v: v, err: err}
+	if !o.attrs.CompareAndSwap(nil, r) {
+		r = o.attrs.Load()
+	}
+	return r.v, r.err
+}
+
+// Encoder turns events into wire frames of one representation (JSON today;
+// protobuf or Table later). A frame is everything written to the client for
+// one event, framing included.
+//
+// Frames of change events are cached per event and per Encoder while the
+// event is in the cache's window, so that an event reaching many watchers is
+// encoded once per representation: an Encoder must therefore be a comparable
+// value (a pointer, or a small struct of comparable fields) and equal
+// Encoders must produce identical frames.
+type Encoder interface {
+	// AppendEvent appends the frame of an Added, Modified or Deleted event
+	// whose object is obj, shown at resourceVersion rev (for Deleted, the
+	// revision of the delete).
+	AppendEvent(dst []byte, typ EventType, obj *Object, rev int64) ([]byte, error)
+	// AppendBookmark appends the frame of a bookmark at rev; initialEventsEnd
+	// marks the bookmark that ends the initial events of a streaming list.
+	AppendBookmark(dst []byte, rev int64, initialEventsEnd bool) ([]byte, error)
+	// AppendError appends the frame of an Error event.
+	AppendError(dst []byte, err error) []byte
+}
+
+// Event is one change in the cache: a create (Added), an update (Modified)
+// or a delete (Deleted) of one key, with the object before and after.
+type Event struct {
+	Type     EventType
+	Revision int64
+	// Object is the new version (nil for Deleted).
+	Object *Object
+	// Prev is the version before the change (nil for Added).
+	Prev *Object
+
+	at   time.Time // when the cache received it
+	size int64     // bytes of objects accounted to the window
+
+	mu       sync.Mutex
+	frames   []frame
+	detached bool          // not (or no longer) in a window: frames are not cached
+	counter  *atomic.Int64 // the window's frame byte counter
+}
+
+type frame struct {
+	enc Encoder
+	typ EventType
+	b   []byte
+}
+
+// Key returns the key the event is about.
+func (e *Event) Key() []byte {
+	if e.Object != nil {
+		return e.Object.Key
+	}
+	return e.Prev.Key
+}
+
+// appendFrame appends the frame of the event as typ for enc: Added and
+// Modified show the new object, Deleted the previous one, all at the event's
+// revision. The frame is encoded once per (Encoder, type) while the event is
+// in the window; concurrent callers wait for the first one.
+func (e *Event) appendFrame(dst []byte, enc Encoder, typ EventType) ([]byte, error) {
+	obj := e.Object
+	if typ == Deleted {
+		obj = e.Prev
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i := range e.frames {
+		if f := &e.frames[i]; f.typ == typ && f.enc == enc {
+			return append(dst, f.b...), nil
+		}
+	}
+	n := len(dst)
+	dst, err := enc.AppendEvent(dst, typ, obj, e.Revision)
+	if err != nil {
+		return dst[:n], err
+	}
+	if !e.detached {
+		b := bytes.Clone(dst[n:])
+		e.frames = append(e.frames, frame{enc: enc, typ: typ, b: b})
+		e.counter.Add(int64(len(b)))
+	}
+	return dst, nil
+}
+
+// detach drops the cached frames (the event left the window) and returns
+// their size.
+func (e *Event) detach() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var n int64
+	for _, f := range e.frames {
+		n += int64(len(f.b))
+	}
+	e.frames, e.detached = nil, true
+	return n
+}
+
+// newEvent builds the event of a storage change. prev is the previous version
+// when the caller knows it (the cache's state); otherwise it comes from the
+// storage event.
+func newEvent(sev *storage.Event, prev *Object, now time.Time) *Event {
+	ev := &Event{Revision: sev.Revision, at: now}
+	if sev.Type == storage.EventPut {
+		ev.Object = &Object{Key: sev.Key, Value: sev.Value, Revision: sev.Revision}
+		ev.size = ev.Object.size()
+	}
+	if sev.PrevRevision != 0 {
+		if prev == nil || prev.Revision != sev.PrevRevision {
+			prev = &Object{Key: sev.Key, Value: sev.PrevValue, Revision: sev.PrevRevision}
+		}
+		ev.Prev = prev
+	}
+	switch {
+	case sev.Type == storage.EventDelete:
+		ev.Type = Deleted
+		if ev.Prev == nil { // a delete always has a previous version; be safe
+			ev.Prev = &Object{Key: sev.Key, Value: sev.PrevValue, Revision: sev.PrevRevision}
+		}
+		ev.size = ev.Prev.size()
+	case ev.Prev == nil:
+		ev.Type = Added
+	default:
+		ev.Type = Modified
+	}
+	return ev
+}

@@ -1,0 +1,157 @@
+package watch
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/kapi-dev/kapi/storage"
+)
+
+// Default settings. A zero field of Settings means its default.
+const (
+	DefaultWindowEvents       = 10_000
+	DefaultWindowAge          = 5 * time.Minute
+	DefaultWindowBytes        = 64 << 20
+	DefaultStateBytes         = 256 << 20
+	DefaultWatcherBuffer      = 1_000
+	DefaultProgressInterval   = 100 * time.Millisecond
+	DefaultBookmarkInterval   = time.Minute
+	DefaultConsistentReadWait = 250 * time.Millisecond
+	DefaultTimeout            = 30 * time.Minute
+)
+
+// Settings are the tunables of a Cache. Every zero field takes its default,
+// so the zero Settings is the default configuration.
+type Settings struct {
+	// WindowEvents bounds the number of recent events the cache keeps so that
+	// watches can resume from a past revision without reading storage.
+	// Default 10,000.
+	WindowEvents int
+
+	// WindowAge bounds the age of the events in the window. Default 5
+	// minutes. Older resumptions replay from storage history instead.
+	WindowAge time.Duration
+
+	// WindowBytes bounds the bytes of the objects and encoded frames held by
+	// the events in the window. Default 64 MiB.
+	WindowBytes int64
+
+	// StateBytes bounds the memory of the cache's copy of the current state
+	// (the latest version of every object, about key + value + 128 bytes
+	// each). The state serves resourceVersion=0 lists and gets and the
+	// synthetic ADDED events of new watches from memory. When it grows
+	// beyond the bound the cache drops it for good and those reads come from
+	// storage snapshots instead. Default 256 MiB; negative keeps no state.
+	StateBytes int64
+
+	// WatcherBuffer is the number of events queued for a watcher whose
+	// consumer is busy. A watcher whose queue is full drops it and replays
+	// from the window later; a watcher that falls behind the window is
+	// closed (its client resumes from its last resourceVersion). Default
+	// 1,000.
+	WatcherBuffer int
+
+	// ProgressInterval is how often the storage reports progress to the cache
+	// when nothing under its prefix changes. It bounds how long a consistent
+	// read waits for the cache to catch up with writes elsewhere in the
+	// store. Default 100ms.
+	ProgressInterval time.Duration
+
+	// BookmarkInterval is how often a watch that allows bookmarks gets one
+	// when idle. A watch with a deadline also gets one 2s before it ends.
+	// Default 1 minute, as kube-apiserver.
+	BookmarkInterval time.Duration
+
+	// ConsistentReadWait is how long a read at the most recent revision waits
+	// for the cache to reach the storage's current revision before it reads
+	// a storage snapshot instead. Default 250ms.
+	ConsistentReadWait time.Duration
+
+	// Timeout ends watches whose context has no deadline after a random
+	// duration between Timeout and twice Timeout, so that clients reconnect
+	// and spread over servers, as kube-apiserver's --min-request-timeout.
+	// Default 30 minutes; negative: never.
+	Timeout time.Duration
+}
+
+func (s Settings) withDefaults() (Settings, error) {
+	if s.WindowEvents == 0 {
+		s.WindowEvents = DefaultWindowEvents
+	}
+	if s.WindowAge == 0 {
+		s.WindowAge = DefaultWindowAge
+	}
+	if s.WindowBytes == 0 {
+		s.WindowBytes = DefaultWindowBytes
+	}
+	if s.StateBytes == 0 {
+		s.StateBytes = DefaultStateBytes
+	}
+	if s.WatcherBuffer == 0 {
+		s.WatcherBuffer = DefaultWatcherBuffer
+	}
+	if s.ProgressInterval == 0 {
+		s.ProgressInterval = DefaultProgressInterval
+	}
+	if s.BookmarkInterval == 0 {
+		s.BookmarkInterval = DefaultBookmarkInterval
+	}
+	if s.ConsistentReadWait == 0 {
+		s.ConsistentReadWait = DefaultConsistentReadWait
+	}
+	if s.Timeout == 0 {
+		s.Timeout = DefaultTimeout
+	}
+	switch {
+	case s.WindowEvents < 0:
+		return s, fmt.Errorf("watch: WindowEvents %d is negative", s.WindowEvents)
+	case s.WindowAge < 0:
+		return s, fmt.Errorf("watch: WindowAge %v is negative", s.WindowAge)
+	case s.WindowBytes < 0:
+		return s, fmt.Errorf("watch: WindowBytes %d is negative", s.WindowBytes)
+	case s.WatcherBuffer < 1:
+		return s, fmt.Errorf("watch: WatcherBuffer %d must be positive", s.WatcherBuffer)
+	case s.ProgressInterval < 0:
+		return s, fmt.Errorf("watch: ProgressInterval %v is negative", s.ProgressInterval)
+	case s.BookmarkInterval < 0:
+		return s, fmt.Errorf("watch: BookmarkInterval %v is negative", s.BookmarkInterval)
+	case s.ConsistentReadWait < 0:
+		return s, fmt.Errorf("watch: ConsistentReadWait %v is negative", s.ConsistentReadWait)
+	}
+	return s, nil
+}
+
+// Config configures a Cache.
+type Config struct {
+	Settings
+
+	// Storage is the store the cache follows. Required.
+	Storage storage.Store
+	// Prefix is the storage prefix of the objects the cache holds. Required.
+	Prefix []byte
+	// Attrs computes what watch filters look at (labels, field values) from
+	// a stored value. It is called at most once per object version, only
+	// when a filter needs it, and its result is shared. Nil: filters see nil.
+	Attrs func(key, value []byte) (any, error)
+	// Logger receives operational messages. Default: discard.
+	Logger *slog.Logger
+}
+
+// Errors a watch ends with. Next returns them once the watch is over; none
+// of them is sent to the client as an event (the client resumes from the
+// last resourceVersion it saw).
+var (
+	// ErrStopped: the cache was stopped (the type was re-registered or
+	// unregistered, or the server is shutting down).
+	ErrStopped = errors.New("watch: cache stopped")
+	// ErrTooSlow: the watcher fell behind the cache's window.
+	ErrTooSlow = errors.New("watch: watcher fell too far behind")
+	// ErrResync: the cache lost its storage watch and listed storage again;
+	// the continuity of its watchers is broken.
+	ErrResync = errors.New("watch: cache resynchronised with storage")
+	// ErrEnded: the watch's context ended (the client went away or the
+	// watch timed out).
+	ErrEnded = errors.New("watch: ended")
+)

@@ -1,0 +1,677 @@
+package watch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/kapi-dev/kapi/storage"
+)
+
+// Bounds of what one call to Watcher.Next returns.
+const (
+	maxBatchEvents = 256
+	maxBatchBytes  = 256 << 10
+)
+
+// WatchOptions say what a watch sees and where it starts.
+type WatchOptions struct {
+	// Prefix restricts the watch to keys under it (e.g. one namespace). It
+	// must lie under the cache's prefix. Default: the cache's prefix.
+	Prefix []byte
+	// Filter, when set, keeps only objects whose attributes (Config.Attrs)
+	// it accepts. A change that makes an object stop matching is sent as
+	// Deleted (with the previous object at the change's revision), one that
+	// makes it start matching as Added.
+	Filter func(attrs any) bool
+	// Encoder encodes the watch's events. Required.
+	Encoder Encoder
+
+	// Initial starts the watch with an Added event for every object of a
+	// start state, then sends the changes after that state.
+	Initial bool
+	// Consistent, with Initial, makes the start state at least as new as the
+	// storage's current revision when the watch starts ("most recent").
+	Consistent bool
+	// Revision: with Initial, the start state is at least this revision
+	// (0: any, the cache's current state); without Initial, the watch sends
+	// the changes after this revision (0: after the cache's current one).
+	Revision int64
+	// InitialEventsEnd, with Initial, sends a Bookmark marked as the end of
+	// the initial events once they are sent.
+	InitialEventsEnd bool
+
+	// Bookmarks sends a Bookmark every Settings.BookmarkInterval when idle,
+	// and one 2s before the watch's deadline.
+	Bookmarks bool
+}
+
+// Watcher is one watch. Next gives its frames; Stop ends it. Next must be
+// called from one goroutine at a time; Stop may be called from any.
+type Watcher struct {
+	c         *Cache // nil for an error watcher
+	ctx       context.Context
+	cancel    context.CancelFunc
+	stopOnce  sync.Once
+	enc       Encoder
+	prefix    []byte
+	filter    func(any) bool
+	bookmarks bool
+	deadline  time.Time
+
+	// Owned by the consumer (the caller of Next).
+	initial      []*Object // initial objects not yet sent
+	initialRev   int64     // the revision of the initial state
+	initialEnd   bool      // the initial-events-end bookmark is still to send
+	pos          int64     // every change up to pos has been handled
+	from         int64     // changes up to from are never sent
+	fail         error     // to send as an Error event; the watch then ends
+	err          error     // the watch is over
+	feed         <-chan storage.Event
+	feedCancel   context.CancelFunc
+	pending      *storage.Event // received from feed while waiting
+	nextBookmark time.Time      // zero: none
+	timer        *time.Timer
+	scratch      []*Event
+	spare        []delivery
+
+	// Guarded by mu (taken under c.mu when both are needed).
+	mu     sync.Mutex
+	live   bool       // fed by dispatch (also in c.live, under c.mu)
+	queue  []delivery // dispatched, not yet taken
+	closed error      // set when the watch is over
+	notify chan struct{}
+	id     uint64
+}
+
+type delivery struct {
+	ev  *Event
+	typ EventType
+}
+
+// NewErrorWatcher returns a watcher that sends one Error event for err and
+// ends.
+func NewErrorWatcher(enc Encoder, err error) *Watcher {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Watcher{ctx: ctx, cancel: cancel, enc: enc, fail: err}
+}
+
+// Watch starts a watch. It waits for the cache's first list and, for a
+// consistent or not-older-than start state, for the cache to catch up
+// (Settings.ConsistentReadWait) before it reads a storage snapshot instead.
+// The watch ends when ctx ends, when Stop is called, when its deadline passes
+// (ctx's, or Settings.Timeout with jitter) or when the cache stops.
+//
+// A watch from a revision older than the window reads storage history; when
+// that is compacted too, the watch sends one Error event carrying a
+// *storage.CompactedError. A start state that storage has not reached is a
+// *storage.FutureRevisionError.
+func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) {
+	if opts.Encoder == nil {
+		return nil, errors.New("watch: WatchOptions.Encoder is required")
+	}
+	prefix := opts.Prefix
+	if prefix == nil {
+		prefix = c.cfg.Prefix
+	} else if !bytes.HasPrefix(prefix, c.cfg.Prefix) {
+		return nil, fmt.Errorf("watch: prefix %q is not under the cache's prefix %q", prefix, c.cfg.Prefix)
+	}
+	if err := c.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	w := c.newWatcher(ctx, opts, bytes.Clone(prefix))
+	if err := c.start(ctx, w, opts); err != nil {
+		w.Stop()
+		return nil, err
+	}
+	context.AfterFunc(w.ctx, w.Stop)
+	return w, nil
+}
+
+func (c *Cache) newWatcher(ctx context.Context, opts WatchOptions, prefix []byte) *Watcher {
+	w := &Watcher{c: c, enc: opts.Encoder, prefix: prefix, filter: opts.Filter,
+		bookmarks: opts.Bookmarks, notify: make(chan struct{}, 1), id: rand.Uint64()}
+	if dl, ok := ctx.Deadline(); ok {
+		w.deadline = dl
+		w.ctx, w.cancel = context.WithCancel(ctx)
+	} else if c.cfg.Timeout > 0 {
+		d := c.cfg.Timeout + rand.N(c.cfg.Timeout)
+		w.deadline = time.Now().Add(d)
+		w.ctx, w.cancel = context.WithDeadline(ctx, w.deadline)
+	} else {
+		w.ctx, w.cancel = context.WithCancel(ctx)
+	}
+	if w.bookmarks {
+		w.nextBookmark = w.nextBookmarkTime(time.Now())
+	}
+	return w
+}
+
+// start decides where w starts and registers it.
+func (c *Cache) start(ctx context.Context, w *Watcher, opts WatchOptions) error {
+	if !opts.Initial {
+		return c.startFrom(w, opts.Revision)
+	}
+	w.initialEnd = opts.InitialEventsEnd
+	minRev := opts.Revision
+	if opts.Consistent {
+		cur, err := c.cfg.Storage.CurrentRevision(ctx)
+		if err != nil {
+			return err
+		}
+		minRev = max(minRev, cur)
+	}
+	fresh := true
+	if minRev > 0 {
+		var err error
+		if fresh, err = c.WaitForRevision(ctx, minRev, c.cfg.ConsistentReadWait); err != nil {
+			return err
+		}
+	}
+	if fresh {
+		ok, err := c.startFromState(w)
+		if ok || err != nil {
+			return err
+		}
+	}
+	return c.startFromSnapshot(ctx, w, minRev)
+}
+
+// startFromState starts w with the cache's state. It reports false when the
+// cache keeps none.
+func (c *Cache) startFromState(w *Watcher) (bool, error) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return false, c.err
+	}
+	if c.state == nil {
+		c.mu.Unlock()
+		return false, nil
+	}
+	objs := c.snapshotLocked(w.prefix)
+	rev := c.rev.Load()
+	w.pos, w.from, w.initialRev = rev, rev, rev
+	c.watchers[w] = struct{}{}
+	c.mu.Unlock()
+	sortObjects(objs)
+	w.initial = objs
+	return true, nil
+}
+
+// startFromSnapshot starts w with a storage snapshot at the latest revision,
+// which must be at least minRev.
+func (c *Cache) startFromSnapshot(ctx context.Context, w *Watcher, minRev int64) error {
+	var objs []*Object
+	var rev int64
+	var start []byte
+	for {
+		page, err := c.cfg.Storage.List(ctx, storage.ListOptions{Prefix: w.prefix, StartKey: start, Revision: rev, Limit: listPageSize})
+		if err != nil {
+			return err
+		}
+		rev = page.Revision
+		for _, kv := range page.Items {
+			objs = append(objs, &Object{Key: kv.Key, Value: kv.Value, Revision: kv.Revision})
+		}
+		if !page.More {
+			break
+		}
+		start = page.NextKey
+	}
+	if rev < minRev {
+		return &storage.FutureRevisionError{Requested: minRev, Current: rev}
+	}
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return c.err
+	}
+	w.pos, w.from, w.initialRev = rev, rev, rev
+	c.watchers[w] = struct{}{}
+	c.mu.Unlock()
+	w.initial = objs
+	return nil
+}
+
+// startFrom starts w with the changes after rev (0: the cache's revision),
+// from the window or, when rev is older, from storage history.
+func (c *Cache) startFrom(w *Watcher, rev int64) error {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return c.err
+	}
+	if rev == 0 {
+		rev = c.rev.Load()
+	}
+	c.watchers[w] = struct{}{}
+	w.from = rev
+	if rev >= c.oldest {
+		w.pos = min(rev, c.rev.Load())
+		c.mu.Unlock()
+		return nil
+	}
+	w.pos = rev
+	c.mu.Unlock()
+	fctx, cancel := context.WithCancel(w.ctx)
+	ch, err := c.cfg.Storage.Watch(fctx, storage.WatchOptions{Prefix: w.prefix, FromRevision: rev, ProgressInterval: c.cfg.ProgressInterval})
+	if err != nil {
+		cancel()
+		if errors.Is(err, storage.ErrCompacted) {
+			w.fail = err
+			return nil
+		}
+		return err
+	}
+	w.feed, w.feedCancel = ch, cancel
+	return nil
+}
+
+// Stop ends the watch and releases it. It may be called more than once.
+func (w *Watcher) Stop() {
+	w.stopOnce.Do(func() {
+		w.cancel()
+		c := w.c
+		if c == nil {
+			return
+		}
+		c.mu.Lock()
+		delete(c.watchers, w)
+		delete(c.live, w)
+		w.mu.Lock()
+		w.live = false
+		clear(w.queue)
+		w.queue = nil
+		if w.closed == nil {
+			w.closed = ErrEnded
+		}
+		w.mu.Unlock()
+		c.mu.Unlock()
+	})
+}
+
+// closeLocked ends the watcher from the cache's side. c.mu is held.
+func (w *Watcher) closeLocked(err error) {
+	w.mu.Lock()
+	if w.closed == nil {
+		w.closed = err
+	}
+	w.live = false
+	clear(w.queue)
+	w.queue = nil
+	w.mu.Unlock()
+	w.signal()
+}
+
+func (w *Watcher) signal() {
+	select {
+	case w.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Next appends the frames of the next events to dst, waiting until there is
+// at least one. When the watch is over it returns the frames it has and,
+// from then on, an error: ErrEnded (its context ended or Stop was called),
+// ErrTooSlow, ErrStopped, ErrResync or a storage error. An Error event (too
+// old resourceVersion, a value that does not encode) is sent as a frame and
+// then ends the watch.
+func (w *Watcher) Next(dst []byte) ([]byte, error) {
+	for {
+		if w.err != nil {
+			return dst, w.err
+		}
+		if w.fail != nil {
+			dst = w.enc.AppendError(dst, w.fail)
+			w.finish(ErrEnded)
+			return dst, nil
+		}
+		if err := w.ctx.Err(); err != nil {
+			w.finish(ErrEnded)
+			continue
+		}
+		n := len(dst)
+		if w.initial != nil || w.initialEnd {
+			dst = w.appendInitial(dst)
+			if len(dst) > n || w.fail != nil {
+				return dst, nil
+			}
+			continue
+		}
+		var progressed bool
+		var err error
+		if w.feed != nil {
+			dst, progressed, err = w.fromStorage(dst)
+		} else {
+			dst, progressed, err = w.fromCache(dst)
+		}
+		if err != nil {
+			w.finish(err)
+			if len(dst) > n {
+				return dst, nil
+			}
+			continue
+		}
+		if w.fail != nil {
+			continue
+		}
+		if len(dst) > n {
+			return w.appendBookmarkIfDue(dst), nil
+		}
+		if progressed {
+			continue
+		}
+		if dst = w.appendBookmarkIfDue(dst); len(dst) > n {
+			return dst, nil
+		}
+		if err := w.wait(); err != nil {
+			w.finish(err)
+		}
+	}
+}
+
+func (w *Watcher) finish(err error) {
+	w.err = err
+	w.initial, w.initialEnd = nil, false
+	if w.feedCancel != nil {
+		w.feedCancel()
+		w.feed, w.feedCancel, w.pending = nil, nil, nil
+	}
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	w.Stop()
+}
+
+// wait blocks until something may have changed for the watcher.
+func (w *Watcher) wait() error {
+	var timerC <-chan time.Time
+	if w.bookmarks && !w.nextBookmark.IsZero() {
+		d := time.Until(w.nextBookmark)
+		if w.timer == nil {
+			w.timer = time.NewTimer(d)
+		} else {
+			w.timer.Reset(d)
+		}
+		timerC = w.timer.C
+	}
+	var feed <-chan storage.Event
+	if w.feed != nil && w.pending == nil {
+		feed = w.feed
+	}
+	select {
+	case <-w.notify:
+	case ev, ok := <-feed:
+		if !ok {
+			return ErrEnded
+		}
+		w.pending = &ev
+	case <-timerC:
+	case <-w.ctx.Done():
+		return ErrEnded
+	}
+	return nil
+}
+
+// appendInitial appends a batch of initial events, and the initial-events-end
+// bookmark after the last one.
+func (w *Watcher) appendInitial(dst []byte) []byte {
+	n := 0
+	for len(w.initial) > 0 && n < maxBatchEvents && len(dst) < maxBatchBytes {
+		o := w.initial[0]
+		w.initial[0] = nil
+		w.initial = w.initial[1:]
+		if w.filter != nil && !w.passes(o) {
+			continue
+		}
+		var err error
+		if dst, err = w.enc.AppendEvent(dst, Added, o, o.Revision); err != nil {
+			w.fail = err
+			return dst
+		}
+		n++
+	}
+	if len(w.initial) > 0 {
+		return dst
+	}
+	w.initial = nil
+	if w.initialEnd {
+		w.initialEnd = false
+		var err error
+		if dst, err = w.enc.AppendBookmark(dst, w.initialRev, true); err != nil {
+			w.fail = err
+		}
+		if w.bookmarks {
+			w.nextBookmark = w.nextBookmarkTime(time.Now())
+		}
+	}
+	return dst
+}
+
+// fromCache appends the frames of the events the cache has for w: the queue
+// of a live watcher, or a batch replayed from the window. progressed reports
+// whether anything was consumed (possibly all filtered out).
+func (w *Watcher) fromCache(dst []byte) (_ []byte, progressed bool, _ error) {
+	c := w.c
+	w.mu.Lock()
+	if w.closed != nil {
+		err := w.closed
+		w.mu.Unlock()
+		return dst, false, err
+	}
+	if w.live {
+		// Every change up to rev has been dispatched: it is in the queue
+		// now or was taken before. Load it before taking the queue.
+		rev := c.rev.Load()
+		q := w.queue
+		w.queue = w.spare[:0]
+		w.mu.Unlock()
+		w.pos = max(w.pos, rev)
+		if len(q) > 0 {
+			w.pos = max(w.pos, q[len(q)-1].ev.Revision)
+		}
+		dst = w.appendQueue(dst, q)
+		clear(q)
+		if cap(q) <= 64 {
+			w.spare = q[:0]
+		} else {
+			w.spare = nil // give back the memory of a burst
+		}
+		return dst, len(q) > 0, nil
+	}
+	w.mu.Unlock()
+
+	// Catching up: replay a batch from the window, or go live when there
+	// is nothing left to replay.
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return dst, false, c.err
+	}
+	if w.pos < c.oldest {
+		c.mu.Unlock()
+		return dst, false, ErrTooSlow
+	}
+	evs := c.window.since(w.pos, maxBatchEvents, w.scratch[:0])
+	if len(evs) == 0 {
+		w.mu.Lock()
+		if w.closed == nil {
+			w.live = true
+			c.live[w] = struct{}{}
+		}
+		w.mu.Unlock()
+		w.pos = max(w.pos, c.rev.Load())
+		c.mu.Unlock()
+		return dst, true, nil
+	}
+	w.pos = evs[len(evs)-1].Revision
+	c.mu.Unlock()
+	for _, ev := range evs {
+		if ev.Revision <= w.from {
+			continue
+		}
+		if typ, ok := w.match(ev); ok {
+			var err error
+			if dst, err = ev.appendFrame(dst, w.enc, typ); err != nil {
+				w.fail = err
+				break
+			}
+		}
+	}
+	clear(evs)
+	w.scratch = evs[:0]
+	return dst, true, nil
+}
+
+// appendQueue appends the frames of queued deliveries.
+func (w *Watcher) appendQueue(dst []byte, q []delivery) []byte {
+	for _, d := range q {
+		var err error
+		if dst, err = d.ev.appendFrame(dst, w.enc, d.typ); err != nil {
+			w.fail = err
+			break
+		}
+	}
+	return dst
+}
+
+// fromStorage appends the frames of the events the storage watch has for w,
+// or hands w over to the cache once the window covers its position.
+func (w *Watcher) fromStorage(dst []byte) (_ []byte, progressed bool, _ error) {
+	c := w.c
+	w.mu.Lock()
+	closed := w.closed
+	w.mu.Unlock()
+	if closed != nil {
+		return dst, false, closed
+	}
+	c.mu.RLock()
+	handOver := w.pos >= c.oldest
+	c.mu.RUnlock()
+	if handOver {
+		w.feedCancel()
+		w.feed, w.feedCancel, w.pending = nil, nil, nil
+		return dst, true, nil
+	}
+	for i := 0; i < maxBatchEvents && len(dst) < maxBatchBytes; i++ {
+		var sev storage.Event
+		if w.pending != nil {
+			sev, w.pending = *w.pending, nil
+		} else {
+			var ok bool
+			select {
+			case sev, ok = <-w.feed:
+				if !ok {
+					return dst, progressed, ErrEnded
+				}
+			default:
+				return dst, progressed, nil
+			}
+		}
+		progressed = true
+		switch sev.Type {
+		case storage.EventProgress:
+			w.pos = max(w.pos, sev.Revision)
+		case storage.EventPut, storage.EventDelete:
+			if sev.Revision <= w.pos {
+				continue
+			}
+			w.pos = sev.Revision
+			if sev.Revision <= w.from {
+				continue
+			}
+			ev := newEvent(&sev, nil, time.Time{})
+			ev.detached = true
+			if typ, ok := w.match(ev); ok {
+				var err error
+				if dst, err = ev.appendFrame(dst, w.enc, typ); err != nil {
+					w.fail = err
+					return dst, true, nil
+				}
+			}
+		case storage.EventError:
+			err := sev.Err
+			switch {
+			case errors.Is(err, storage.ErrClosed):
+				return dst, true, storage.ErrClosed
+			case err == nil:
+				err = errors.New("storage watch failed")
+			}
+			w.fail = err
+			return dst, true, nil
+		}
+	}
+	return dst, progressed, nil
+}
+
+// match decides whether the watcher sees ev, and as what.
+func (w *Watcher) match(ev *Event) (EventType, bool) {
+	if !bytes.HasPrefix(ev.Key(), w.prefix) {
+		return 0, false
+	}
+	if w.filter == nil {
+		return ev.Type, true
+	}
+	cur := ev.Object != nil && w.passes(ev.Object)
+	prev := ev.Prev != nil && w.passes(ev.Prev)
+	switch {
+	case cur && prev:
+		return Modified, true
+	case cur:
+		return Added, true
+	case prev:
+		return Deleted, true
+	}
+	return 0, false
+}
+
+func (w *Watcher) passes(o *Object) bool {
+	a, err := o.attributes(w.c.cfg.Attrs)
+	if err != nil {
+		w.c.log.Warn("watch cache: cannot filter an object", "key", string(o.Key), "error", err)
+		return false
+	}
+	return w.filter(a)
+}
+
+// nextBookmarkTime is when the next periodic bookmark is due: an interval
+// from now, or 2s before the deadline when that is sooner; zero when none is.
+func (w *Watcher) nextBookmarkTime(now time.Time) time.Time {
+	t := now.Add(w.c.cfg.BookmarkInterval)
+	if !w.deadline.IsZero() {
+		if pre := w.deadline.Add(-2 * time.Second); pre.Before(t) {
+			t = pre
+		}
+		if t.Before(now) {
+			return time.Time{}
+		}
+	}
+	return t
+}
+
+// appendBookmarkIfDue appends a bookmark at the watcher's position when one
+// is due.
+func (w *Watcher) appendBookmarkIfDue(dst []byte) []byte {
+	if !w.bookmarks || w.nextBookmark.IsZero() || w.initial != nil || w.initialEnd {
+		return dst
+	}
+	now := time.Now()
+	if now.Before(w.nextBookmark) {
+		return dst
+	}
+	w.nextBookmark = w.nextBookmarkTime(now)
+	if w.pos < w.from || w.pos <= 0 {
+		return dst // a watch from the future: nothing to confirm yet
+	}
+	out, err := w.enc.AppendBookmark(dst, w.pos, false)
+	if err != nil {
+		w.fail = err
+		return dst
+	}
+	return out
+}
