@@ -1,0 +1,239 @@
+// Command dynamic adds, changes and removes resource types while it runs,
+// from schemas alone, the way a CustomResourceDefinition does in Kubernetes.
+// An admin endpoint takes type definitions (JSON or YAML):
+//
+//	PUT    /types/{name}   add or replace a type (takes effect at once: discovery, OpenAPI, kubectl)
+//	DELETE /types/{name}   stop serving it (its objects stay in storage)
+//	GET    /types          the current definitions
+//
+// The API itself is served under /kube. Definitions are kept in
+// <data-dir>/types.json, so they survive restarts.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kapi-dev/kapi/apiserver"
+	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/apiserver/schema"
+	"github.com/kapi-dev/kapi/storage/badger"
+)
+
+// Definition describes one type, as the essential fields of a CRD.
+type Definition struct {
+	Group      string         `json:"group"`
+	Version    string         `json:"version"`
+	Plural     string         `json:"plural"`
+	Kind       string         `json:"kind"`
+	ShortNames []string       `json:"shortNames,omitempty"`
+	Namespaced bool           `json:"namespaced"`
+	Schema     *schema.Schema `json:"schema"`
+}
+
+// types is the admin side: it turns definitions into registrations.
+type types struct {
+	mu   sync.Mutex
+	api  *apiserver.Server
+	file string // where definitions are kept ("" = nowhere)
+	defs map[string]Definition
+}
+
+func (t *types) register(name string, d Definition) error {
+	if d.Schema == nil {
+		return errors.New("a definition needs a schema")
+	}
+	if err := schema.Check(d.Schema); err != nil {
+		return fmt.Errorf("the schema is not structural: %w", err)
+	}
+	return t.api.Register(registry.Resource{
+		Group: d.Group, Version: d.Version, Resource: d.Plural, Kind: d.Kind,
+		ShortNames: d.ShortNames, Namespaced: d.Namespaced, Schema: d.Schema,
+	})
+}
+
+func (t *types) put(name string, d Definition) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old, ok := t.defs[name]; ok && (old.Group != d.Group || old.Version != d.Version || old.Plural != d.Plural) {
+		// A renamed type: the old name stops being served.
+		_ = t.api.Unregister(meta.GroupVersionResource{Group: old.Group, Version: old.Version, Resource: old.Plural})
+	}
+	if err := t.register(name, d); err != nil {
+		return err
+	}
+	t.defs[name] = d
+	return t.save()
+}
+
+func (t *types) remove(name string) (bool, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	d, ok := t.defs[name]
+	if !ok {
+		return false, nil
+	}
+	if err := t.api.Unregister(meta.GroupVersionResource{Group: d.Group, Version: d.Version, Resource: d.Plural}); err != nil {
+		return true, err
+	}
+	delete(t.defs, name)
+	return true, t.save()
+}
+
+func (t *types) save() error {
+	if t.file == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(t.defs, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := t.file + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, t.file)
+}
+
+// load registers the definitions kept in the file.
+func (t *types) load() error {
+	b, err := os.ReadFile(t.file)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &t.defs); err != nil {
+		return fmt.Errorf("reading %s: %w", t.file, err)
+	}
+	for name, d := range t.defs {
+		if err := t.register(name, d); err != nil {
+			return fmt.Errorf("type %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (t *types) routes() chi.Router {
+	r := chi.NewRouter()
+	r.Get("/", func(w http.ResponseWriter, _ *http.Request) {
+		t.mu.Lock()
+		names := make([]string, 0, len(t.defs))
+		for n := range t.defs {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		out := make([]map[string]any, 0, len(names))
+		for _, n := range names {
+			out = append(out, map[string]any{"name": n, "definition": t.defs[n]})
+		}
+		t.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(out)
+	})
+	r.Put("/{name}", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var d Definition
+		if err := yaml.UnmarshalStrict(body, &d); err != nil {
+			http.Error(w, "bad definition: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if err := t.put(chi.URLParam(r, "name"), d); err != nil {
+			http.Error(w, err.Error(), http.StatusUnprocessableEntity)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	r.Delete("/{name}", func(w http.ResponseWriter, r *http.Request) {
+		found, err := t.remove(chi.URLParam(r, "name"))
+		switch {
+		case err != nil:
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		case !found:
+			http.Error(w, "no such type", http.StatusNotFound)
+		default:
+			w.WriteHeader(http.StatusNoContent)
+		}
+	})
+	return r
+}
+
+// newHandler builds the example's handler: the API under /kube and the
+// admin endpoint under /types.
+func newHandler(ctx context.Context, logger *slog.Logger, store *badger.Store, typesFile string) (http.Handler, *apiserver.Server, error) {
+	api, err := apiserver.New(ctx, apiserver.Config{Storage: store, Logger: logger, AllowAnonymous: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	t := &types{api: api, file: typesFile, defs: map[string]Definition{}}
+	if typesFile != "" {
+		if err := t.load(); err != nil {
+			api.Close()
+			return nil, nil, err
+		}
+	}
+	r := chi.NewRouter()
+	r.Mount("/types", t.routes())
+	r.Mount("/kube", api)
+	return r, api, nil
+}
+
+func main() {
+	listen := flag.String("listen", "127.0.0.1:8081", "address to serve on (plain HTTP, no authentication: a local example)")
+	dataDir := flag.String("data-dir", "./dynamic-data", "Badger directory and the definitions file")
+	flag.Parse()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, logger, *listen, *dataDir); err != nil {
+		logger.Error("dynamic", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, logger *slog.Logger, listen, dataDir string) error {
+	store, err := badger.Open(badger.DefaultOptions(filepath.Join(dataDir, "db")).WithLogger(logger))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	h, api, err := newHandler(ctx, logger, store, filepath.Join(dataDir, "types.json"))
+	if err != nil {
+		return err
+	}
+	defer api.Close()
+	srv := &http.Server{Addr: listen, Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	logger.Info("listening", "addr", listen, "api", "/kube", "admin", "/types")
+	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kapi-dev/kapi/storage/badger"
+)
+
+const gadgetV1 = `group: toys.example.com
+version: v1
+plural: gadgets
+kind: Gadget
+shortNames: [gd]
+namespaced: true
+schema:
+  type: object
+  properties:
+    spec:
+      type: object
+      required: [name]
+      properties:
+        name: {type: string}
+`
+
+// gadgetV2 adds a defaulted field.
+const gadgetV2 = gadgetV1 + `        color: {type: string, default: blue}
+`
+
+func TestTypesAtRunTime(t *testing.T) {
+	dir := t.TempDir()
+	store, err := badger.Open(badger.DefaultOptions(filepath.Join(dir, "db")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	typesFile := filepath.Join(dir, "types.json")
+	start := func() (*httptest.Server, func()) {
+		h, api, err := newHandler(context.Background(), slog.New(slog.DiscardHandler), store, typesFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := httptest.NewServer(h)
+		return ts, func() { ts.Close(); api.Close() }
+	}
+	ts, stop := start()
+	call := func(method, path, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	gadgets := "/kube/apis/toys.example.com/v1/namespaces/default/gadgets"
+
+	if code, _ := call("GET", gadgets, ""); code != 404 {
+		t.Fatalf("before the type exists: %d", code)
+	}
+	if code, body := call("PUT", "/types/gadgets", gadgetV1); code != 204 {
+		t.Fatalf("add type: %d %s", code, body)
+	}
+	if code, body := call("GET", "/kube/apis/toys.example.com/v1", ""); code != 200 || !strings.Contains(body, `"gadgets"`) {
+		t.Fatalf("discovery after adding: %d %s", code, body)
+	}
+	if code, body := call("POST", gadgets, `{"metadata":{"name":"g1"},"spec":{"name":"first"}}`); code != 201 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	if code, body := call("POST", gadgets, `{"metadata":{"name":"bad"},"spec":{}}`); code != 422 {
+		t.Fatalf("invalid create: %d %s", code, body)
+	}
+
+	// Change the schema: the new default applies to new writes.
+	if code, body := call("PUT", "/types/gadgets", gadgetV2); code != 204 {
+		t.Fatalf("change type: %d %s", code, body)
+	}
+	if code, body := call("POST", gadgets, `{"metadata":{"name":"g2"},"spec":{"name":"second"}}`); code != 201 || !strings.Contains(body, `"color":"blue"`) {
+		t.Fatalf("create with the changed schema: %d %s", code, body)
+	}
+	if code, body := call("GET", "/kube/openapi/v3/apis/toys.example.com/v1", ""); code != 200 || !strings.Contains(body, `"color"`) {
+		t.Fatalf("OpenAPI after the change: %d", code)
+	}
+
+	// A bad schema is refused and the served type stays as it was.
+	if code, _ := call("PUT", "/types/gadgets", "group: toys.example.com\nversion: v1\nplural: gadgets\nkind: Gadget\nschema: {type: array}\n"); code != 422 {
+		t.Fatalf("non-structural schema accepted: %d", code)
+	}
+	if code, _ := call("GET", gadgets+"/g1", ""); code != 200 {
+		t.Fatalf("type broken by a refused change: %d", code)
+	}
+
+	// Definitions survive a restart.
+	stop()
+	ts, stop = start()
+	if code, body := call("GET", gadgets+"/g2", ""); code != 200 || !strings.Contains(body, `"second"`) {
+		t.Fatalf("after restart: %d %s", code, body)
+	}
+
+	// Removing the type stops serving it; the objects stay in storage.
+	if code, _ := call("DELETE", "/types/gadgets", ""); code != 204 {
+		t.Fatalf("remove type: %d", code)
+	}
+	if code, _ := call("GET", gadgets+"/g1", ""); code != 404 {
+		t.Fatalf("after removal: %d", code)
+	}
+	if code, body := call("GET", "/kube/apis", ""); strings.Contains(body, "toys.example.com") {
+		t.Fatalf("discovery after removal: %d %s", code, body)
+	}
+	if code, _ := call("PUT", "/types/gadgets", gadgetV2); code != 204 {
+		t.Fatalf("re-add: %d", code)
+	}
+	if code, body := call("GET", gadgets+"/g1", ""); code != 200 || !strings.Contains(body, `"first"`) {
+		t.Fatalf("objects after re-adding the type: %d %s", code, body)
+	}
+	stop()
+}
