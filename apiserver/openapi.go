@@ -11,6 +11,7 @@ import (
 
 	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/patch"
 )
 
 // OpenAPI documents are generated from the registered schemas: one OpenAPI
@@ -339,7 +340,10 @@ func (b opBuilder) paths(r *registry.Resource) map[string]any {
 	item := coll + "/{name}"
 	name := opName(r, r.Namespaced)
 	writeTypes := []string{"application/json", "application/yaml"}
-	patchTypes := []string{"application/json-patch+json", "application/merge-patch+json"}
+	patchTypes := []string{"application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"}
+	if r.Group == "" || patch.DeclaresStrategicMerge(r.Schema) {
+		patchTypes = append(patchTypes, "application/strategic-merge-patch+json")
+	}
 	ok := func(ref string) map[string]any { return b.response("OK", ref) }
 	unauthorized := b.response("Unauthorized", "")
 	out := map[string]any{

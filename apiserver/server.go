@@ -244,7 +244,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) ensureNamespaces(ctx context.Context) error {
 	st, _ := s.reg.Store(meta.GroupVersionResource{Version: "v1", Resource: "namespaces"})
 	for _, ns := range s.cfg.DefaultNamespaces {
-		_, err := st.Create(ctx, "", registry.Object{"metadata": map[string]any{"name": ns}}, registry.WriteOptions{})
+		_, err := st.Create(ctx, "", registry.Object{"metadata": map[string]any{"name": ns}}, registry.WriteOptions{FieldManager: "kapi-apiserver"})
 		if err != nil && meta.ReasonOf(err) != meta.StatusReasonAlreadyExists {
 			return fmt.Errorf("apiserver: creating namespace %q: %w", ns, err)
 		}

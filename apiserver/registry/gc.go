@@ -360,7 +360,7 @@ func (gc *garbageCollector) editObject(ctx context.Context, n *gcNode, uid strin
 		if meta.GetUID(obj) != uid || !edit(obj) {
 			return nil
 		}
-		_, err = n.store.Update(ctx, n.ns, n.name, obj, WriteOptions{FieldValidation: "Ignore"})
+		_, err = n.store.Update(ctx, n.ns, n.name, obj, WriteOptions{FieldValidation: "Ignore", FieldManager: "kapi-garbage-collector"})
 		if meta.ReasonOf(err) == meta.StatusReasonConflict {
 			continue
 		}

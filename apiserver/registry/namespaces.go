@@ -126,7 +126,7 @@ func (r *Registry) finalizeNamespaces(ctx context.Context) (bool, error) {
 		if fins == nil {
 			body["spec"] = map[string]any{}
 		}
-		if _, err := nsStore.Update(ctx, "", ns.Metadata.Name, body, WriteOptions{Subresource: "finalize"}); err != nil &&
+		if _, err := nsStore.Update(ctx, "", ns.Metadata.Name, body, WriteOptions{Subresource: "finalize", FieldManager: "kapi-namespace-controller"}); err != nil &&
 			meta.ReasonOf(err) != meta.StatusReasonNotFound {
 			return pending, err
 		}

@@ -85,7 +85,7 @@ func (s *Store) UpdateScale(ctx context.Context, ns, name string, scale Object, 
 		if err := meta.SetNested(obj, replicas, splitPath(sc.SpecReplicasPath)...); err != nil {
 			return nil, meta.NewInternalError(err)
 		}
-		res, err := s.Update(ctx, ns, name, obj, WriteOptions{DryRun: opts.DryRun, FieldValidation: "Ignore"})
+		res, err := s.Update(ctx, ns, name, obj, WriteOptions{DryRun: opts.DryRun, FieldValidation: "Ignore", FieldManager: opts.FieldManager})
 		if meta.ReasonOf(err) == meta.StatusReasonConflict && rv == "" && attempt < 5 {
 			continue
 		}

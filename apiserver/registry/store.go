@@ -179,15 +179,14 @@ func (s *Store) Create(ctx context.Context, ns string, obj Object, opts WriteOpt
 	if err := s.checkTypeMeta(obj); err != nil {
 		return nil, err
 	}
-	md, err := metadataOf(obj)
+	if _, err := metadataOf(obj); err != nil {
+		return nil, err
+	}
+	warnings, err := s.pruneAndDefault(obj, opts)
 	if err != nil {
 		return nil, err
 	}
-	warnings, err := s.pruneAndDefault(obj, opts, true)
-	if err != nil {
-		return nil, err
-	}
-	md = obj["metadata"].(map[string]any)
+	md := obj["metadata"].(map[string]any)
 	if err := s.checkNamespace(md, ns); err != nil {
 		return nil, err
 	}
@@ -274,7 +273,7 @@ func (s *Store) Update(ctx context.Context, ns, name string, obj Object, opts Wr
 	if _, err := metadataOf(obj); err != nil {
 		return nil, err
 	}
-	warnings, err := s.pruneAndDefault(obj, opts, false)
+	warnings, err := s.pruneAndDefault(obj, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -502,12 +501,10 @@ func (s *Store) checkNamespace(md map[string]any, ns string) error {
 
 // pruneAndDefault drops unknown fields (reporting them per fieldValidation)
 // and applies schema defaults.
-func (s *Store) pruneAndDefault(obj Object, opts WriteOptions, create bool) ([]string, error) {
+func (s *Store) pruneAndDefault(obj Object, opts WriteOptions) ([]string, error) {
 	unknown := schema.Prune(obj, s.res.Schema)
 	problems := make([]string, 0, len(unknown)+len(opts.UnknownFields))
-	for _, f := range opts.UnknownFields {
-		problems = append(problems, f)
-	}
+	problems = append(problems, opts.UnknownFields...)
 	for _, f := range unknown {
 		problems = append(problems, fmt.Sprintf("unknown field %q", f))
 	}
