@@ -134,7 +134,7 @@ func TestTornWAL(t *testing.T) {
 			t.Fatalf("cut at %d: revision %d, below %d at an earlier cut", cut, cur, last)
 		}
 		last = cur
-		checkConsistency(t, s) // contiguous log, data and log agree
+		checkConsistency(t, s, 0) // contiguous log, data and log agree
 		for _, w := range writes {
 			if w.rev > cur {
 				break

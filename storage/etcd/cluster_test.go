@@ -269,3 +269,36 @@ func TestLeaderHandover(t *testing.T) {
 		return third.do(t, "GET", cmPath+"/dependent", "").code == 404
 	})
 }
+
+// TestWatchFromOtherInstanceRV watches, on an instance whose watch cache has
+// not started yet, from a resourceVersion listed on another instance, with
+// an unrelated write in between (in a cluster, other instances and their
+// elections write all the time): the cache starts after the
+// resourceVersion, so the watch first replays from etcd and then joins the
+// cache. Every event must arrive once.
+func TestWatchFromOtherInstanceRV(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	a := startInstance(t, srv, "api-a", instanceOptions{})
+	b := startInstance(t, srv, "api-b", instanceOptions{})
+	rv := str(a.must(t, 200, "GET", cmPath, ""), "metadata", "resourceVersion")
+	if _, err := a.st.Create(t.Context(), []byte("/unrelated/x"), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	w := b.watch(t, cmPath+"?watch=1&resourceVersion="+rv)
+	var want []string
+	for i := range 5 {
+		name := fmt.Sprintf("cm-%d", i)
+		a.must(t, 201, "POST", cmPath, fmt.Sprintf(`{"metadata":{"name":%q}}`, name))
+		want = append(want, name)
+	}
+	b.must(t, 201, "POST", cmPath, `{"metadata":{"name":"last"}}`)
+	want = append(want, "last")
+	evs := w.waitFor(t, len(want), 30*time.Second)
+	var got []string
+	for _, ev := range evs {
+		got = append(got, ev.Name)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("watch from %s on another instance: %v, want each of %v once", rv, evs, want)
+	}
+}

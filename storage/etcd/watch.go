@@ -63,7 +63,6 @@ func (s *Store) Watch(ctx context.Context, opts storage.WatchOptions) (<-chan st
 			return nil, s.readError(ctx, err, from)
 		}
 	}
-	s.log.Warn("DBG watch", "prefix", string(opts.Prefix), "from", from, "req", opts.FromRevision)
 	w := &watcher{s: s, ctx: ctx, prefix: opts.Prefix, interval: opts.ProgressInterval, last: from,
 		out: make(chan storage.Event, watchBuffer)}
 	go w.run()
@@ -93,7 +92,6 @@ func (w *watcher) run() {
 	backoff := 50 * time.Millisecond
 	for {
 		err := w.follow(ctx)
-		w.s.log.Warn("DBG follow ended", "prefix", string(w.prefix), "last", w.last, "err", err, "callerErr", w.ctx.Err())
 		if w.ctx.Err() != nil {
 			return // the caller is gone: just close
 		}
@@ -129,12 +127,13 @@ func (w *watcher) follow(ctx context.Context) error {
 	wctx, cancel := context.WithCancel(streamContext(ctx))
 	defer cancel()
 	s := w.s
-	// From w.last rather than w.last+1 (the events at w.last are skipped
-	// below): etcd answers progress requests only for watches that started
-	// at or below its current revision, and w.last is committed when it
-	// came from a read or an event; so progress works before any write.
+	start := w.last + 1
 	ch := s.cli.Watch(wctx, s.key(w.prefix),
-		clientv3.WithRange(s.rangeEnd(w.prefix)), clientv3.WithRev(w.last), clientv3.WithPrevKV())
+		clientv3.WithRange(s.rangeEnd(w.prefix)), clientv3.WithRev(start), clientv3.WithPrevKV())
+	// etcd answers progress requests only for watches whose start revision
+	// it has reached. Until then (no write anywhere since the watch began),
+	// a quorum read tells whether the watch is simply up to date.
+	canProgress := false
 	var tick <-chan time.Time
 	if w.interval > 0 {
 		t := time.NewTicker(w.interval)
@@ -147,15 +146,32 @@ func (w *watcher) follow(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick:
-			if quiet {
-				// etcd answers on this watch's own stream once it has
-				// caught up; the answer arrives as a progress response.
-				_ = s.cli.RequestProgress(wctx)
+			if !quiet {
+				quiet = true
+				continue
 			}
-			quiet = true
+			if !canProgress {
+				cur, err := s.currentRevision(ctx)
+				if err != nil {
+					continue
+				}
+				if cur < start {
+					if cur == w.last && !w.send(ctx, storage.Event{Type: storage.EventProgress, Revision: cur}) {
+						return nil
+					}
+					continue
+				}
+				canProgress = true
+			}
+			// etcd answers on this watch's own stream once the watch has
+			// caught up; the answer arrives as a progress response.
+			_ = s.cli.RequestProgress(wctx)
 		case resp, ok := <-ch:
 			if !ok {
 				return errRetry
+			}
+			if resp.Header.Revision >= start {
+				canProgress = true
 			}
 			if resp.CompactRevision > 0 {
 				return &storage.CompactedError{Requested: w.last, Oldest: resp.CompactRevision}
