@@ -48,18 +48,18 @@ func (s *Server) encodeConverted(r *http.Request, c codec.Choice, p *payload) ([
 		if p.kind == bodyList {
 			return nil, notAcceptable(fmt.Sprintf("you requested PartialObjectMetadata, but the requested object is a list (%s)", p.res.ListKind))
 		}
-		md, err := codec.TopLevelFields(p.json, "metadata")
-		if err != nil {
-			return nil, meta.NewInternalError(err)
-		}
 		if c.Format == codec.FormatProtobuf {
-			b, err := appendPartialObjectMetadata(nil, md[0])
+			b, err := codec.PartialObjectMetadataMessage.AppendProtobuf(nil, p.json)
 			if err != nil {
-				return nil, err
+				return nil, meta.NewInternalError(fmt.Errorf("encoding metadata as protobuf: %w", err))
 			}
 			return [][]byte{codec.EncodeEnvelope(codec.MetaGroup+"/"+c.Version, codec.AsPartialObjectMetadata, b)}, nil
 		}
-		return encodeJSONAs(c.Format, partialObjectMetadataJSON(c.Version, md[0]))
+		md, err := codec.TopLevelField(p.json, "metadata")
+		if err != nil {
+			return nil, meta.NewInternalError(err)
+		}
+		return encodeJSONAs(c.Format, partialObjectMetadataJSON(c.Version, md))
 	case codec.AsPartialObjectMetadataList:
 		if p.kind != bodyList {
 			return nil, notAcceptable(fmt.Sprintf("you requested PartialObjectMetadataList, but the requested object is not a list (%s)", p.res.Kind))
@@ -70,12 +70,11 @@ func (s *Server) encodeConverted(r *http.Request, c codec.Choice, p *payload) ([
 			if c.Version == "v1beta1" {
 				metaField, itemsField = 2, 1 // meta/v1beta1 numbers them the other way round
 			}
+			// An item read with the PartialObjectMetadata message is its
+			// metadata: one pass, the rest skipped.
+			var t codec.Transcoder
 			return protobufList(apiVersion, codec.AsPartialObjectMetadataList, metaField, itemsField, p.listMeta, p.items, func(dst, item []byte) ([]byte, error) {
-				md, err := codec.TopLevelFields(item, "metadata")
-				if err != nil {
-					return dst, err
-				}
-				return appendPartialObjectMetadata(dst, md[0])
+				return t.AppendProtobuf(dst, codec.PartialObjectMetadataMessage, item)
 			})
 		}
 		out := make([]byte, 0, 64+totalLen(p.items))
@@ -86,14 +85,14 @@ func (s *Server) encodeConverted(r *http.Request, c codec.Choice, p *payload) ([
 		out = append(out, lmb...)
 		out = append(out, `,"items":[`...)
 		for i, it := range p.items {
-			md, err := codec.TopLevelFields(it, "metadata")
+			md, err := codec.TopLevelField(it, "metadata")
 			if err != nil {
 				return nil, meta.NewInternalError(err)
 			}
 			if i > 0 {
 				out = append(out, ',')
 			}
-			out = append(out, partialObjectMetadataJSON(c.Version, md[0])...)
+			out = appendPartialObjectMetadataJSON(out, c.Version, md)
 		}
 		out = append(out, "]}"...)
 		return encodeJSONAs(c.Format, out)
@@ -122,29 +121,18 @@ func encodeJSONAs(f codec.Format, body []byte) ([][]byte, error) {
 // partialObjectMetadataJSON wraps the raw JSON of an object's metadata as a
 // PartialObjectMetadata.
 func partialObjectMetadataJSON(version string, md []byte) []byte {
-	if md == nil {
-		md = []byte("{}")
-	}
-	out := make([]byte, 0, len(md)+80)
-	out = append(out, `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/`...)
-	out = append(out, version...)
-	out = append(out, `","metadata":`...)
-	out = append(out, md...)
-	return append(out, '}')
+	return appendPartialObjectMetadataJSON(make([]byte, 0, len(md)+80), version, md)
 }
 
-// appendPartialObjectMetadata appends the protobuf PartialObjectMetadata of
-// an object's raw metadata JSON.
-func appendPartialObjectMetadata(dst, md []byte) ([]byte, error) {
+func appendPartialObjectMetadataJSON(dst []byte, version string, md []byte) []byte {
 	if md == nil {
 		md = []byte("{}")
 	}
-	dst, start := codec.BeginEmbedded(dst, 1)
-	dst, err := codec.ObjectMetaMessage.AppendProtobuf(dst, md)
-	if err != nil {
-		return nil, meta.NewInternalError(fmt.Errorf("encoding metadata as protobuf: %w", err))
-	}
-	return codec.EndEmbedded(dst, start), nil
+	dst = append(dst, `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/`...)
+	dst = append(dst, version...)
+	dst = append(dst, `","metadata":`...)
+	dst = append(dst, md...)
+	return append(dst, '}')
 }
 
 // protobufList encodes a list in the Kubernetes envelope: ListMeta in

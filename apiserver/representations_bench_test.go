@@ -66,7 +66,7 @@ func BenchmarkListEncode(b *testing.B) {
 			r := httptest.NewRequest("GET", target, nil)
 			r.Header.Set("Accept", tc.accept)
 			w := &discardWriter{h: http.Header{}}
-			b.ReportAllocs()
+			m := meterCPU(b)
 			for b.Loop() {
 				p := payload{kind: bodyList, res: &res, items: items, listMeta: lm}
 				c, err := p.choose(r)
@@ -76,6 +76,7 @@ func BenchmarkListEncode(b *testing.B) {
 				w.n = 0
 				s.writeEncoded(w, r, http.StatusOK, c, p, false)
 			}
+			m.stop()
 			b.ReportMetric(float64(w.n), "resp-bytes")
 		})
 	}
@@ -96,7 +97,7 @@ func BenchmarkObjectEncode(b *testing.B) {
 			r := httptest.NewRequest("GET", "/api/v1/namespaces/default/configmaps/config-000000", nil)
 			r.Header.Set("Accept", tc.accept)
 			w := &discardWriter{h: http.Header{}}
-			b.ReportAllocs()
+			m := meterCPU(b)
 			for b.Loop() {
 				p := payload{kind: bodyObject, res: &res, json: item}
 				c, err := p.choose(r)
@@ -106,6 +107,7 @@ func BenchmarkObjectEncode(b *testing.B) {
 				w.n = 0
 				s.writeEncoded(w, r, http.StatusOK, c, p, false)
 			}
+			m.stop()
 			b.ReportMetric(float64(w.n), "resp-bytes")
 		})
 	}
@@ -145,7 +147,7 @@ func BenchmarkListHandler(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			w := &discardWriter{h: http.Header{}}
-			b.ReportAllocs()
+			m := meterCPU(b)
 			for b.Loop() {
 				r := httptest.NewRequest("GET", "/api/v1/namespaces/default/configmaps", nil)
 				r.Header.Set("Accept", tc.accept)
@@ -155,6 +157,7 @@ func BenchmarkListHandler(b *testing.B) {
 				w.n, w.h = 0, http.Header{}
 				api.ServeHTTP(w, r)
 			}
+			m.stop()
 			b.ReportMetric(float64(w.n), "resp-bytes")
 		})
 	}

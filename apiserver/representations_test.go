@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
@@ -161,6 +162,21 @@ func TestProtobufLifecycle(t *testing.T) {
 	if str(ns, "status", "phase") != "Active" || str(ns, "spec", "finalizers") != `["kubernetes"]` {
 		t.Fatalf("namespace %v", ns)
 	}
+	// The scale subresource of a custom resource: autoscaling/v1 Scale has
+	// a message, the Widget has none.
+	do(t, ts, "POST", wdPath, `{"metadata":{"name":"w"},"spec":{"size":1,"replicas":2}}`)
+	r = do(t, ts, "GET", wdPath+"/w/scale", "", "Accept", pb)
+	sc := decodeProtobuf(t, r, "Scale", codec.ScaleMessage)
+	if str(sc, "spec", "replicas") != "2" || str(sc, "metadata", "name") != "w" {
+		t.Fatalf("scale %v", sc)
+	}
+	sc["spec"] = map[string]any{"replicas": 5}
+	raw, _ = codec.ScaleMessage.Marshal(sc)
+	r = do(t, ts, "PUT", wdPath+"/w/scale", string(codec.EncodeEnvelope("autoscaling/v1", "Scale", raw)), "Content-Type", pb, "Accept", "application/json")
+	if r.code != 200 || str(r.object(t), "spec", "replicas") != "5" {
+		t.Fatalf("scale update: %d %s", r.code, r.body)
+	}
+	protobufStatus(t, do(t, ts, "GET", wdPath+"/w", "", "Accept", pb), 406, meta.StatusReasonNotAcceptable)
 	// Delete with protobuf DeleteOptions (preconditions that fail: 409).
 	opts, _ := codec.DeleteOptionsMessage.Marshal(map[string]any{"preconditions": map[string]any{"uid": "wrong"}})
 	r = do(t, ts, "DELETE", cmPath+"/p", string(codec.EncodeEnvelope("meta.k8s.io/v1", "DeleteOptions", opts)), "Content-Type", pb, "Accept", pb)
@@ -549,6 +565,100 @@ func readJSONEvent(t *testing.T, r io.Reader) map[string]any {
 		lr.buf = append(lr.buf, chunk[:n]...)
 		if err != nil && n == 0 {
 			t.Fatalf("reading events: %v", err)
+		}
+	}
+}
+
+func TestJSONPath(t *testing.T) {
+	obj := `{"metadata":{"name":"a","labels":{"x.y/z":"1"}},"spec":{"size":3,"ratio":1.5,"on":true,"tags":["p","q"],"m":{"k":"v"}},
+"status":{"conditions":[{"type":"Ready","status":"False","n":1},{"type":"Synced","status":"True","n":2}]}}`
+	v, _, err := codec.DecodeJSON([]byte(obj))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path string
+		want any
+	}{
+		{".spec.size", "3"},
+		{"{.spec.size}", "3"},
+		{"$.spec.size", "3"},
+		{"spec.size", "3"},
+		{".spec.tags[1]", "q"},
+		{".spec.tags[-1]", "q"},
+		{".spec.tags[*]", "p"},
+		{".spec.tags[5]", nil},
+		{".metadata.labels['x.y/z']", "1"},
+		{`.metadata.labels["x.y/z"]`, "1"},
+		{".spec.m.*", "v"},
+		{`.status.conditions[?(@.type=="Synced")].status`, "True"},
+		{`.status.conditions[?(@.type == 'Ready')].status`, "False"},
+		{`.status.conditions[?(@.type!="Ready")].type`, "Synced"},
+		{`.status.conditions[?(@.n>1)].type`, "Synced"},
+		{`.status.conditions[?(@.n<=1)].type`, "Ready"},
+		{`.status.conditions[?(@.missing)].type`, nil},
+		{`.status.conditions[?(@.type)].type`, "Ready"},
+		{".nope.deeper", nil},
+		{".spec.size.deeper", nil},
+	} {
+		p, err := compileJSONPath(tc.path)
+		if err != nil {
+			t.Errorf("compile %q: %v", tc.path, err)
+			continue
+		}
+		got := fmt.Sprint(p.first(v))
+		raw, err := p.firstRaw([]byte(obj))
+		if err != nil {
+			t.Errorf("%q raw: %v", tc.path, err)
+		}
+		want := fmt.Sprint(tc.want)
+		if tc.want == nil {
+			want = "<nil>"
+		}
+		if got != want || fmt.Sprint(raw) != want {
+			t.Errorf("%q = %s (raw %v), want %s", tc.path, got, raw, want)
+		}
+	}
+	for _, bad := range []string{".a[", ".a['b", ".a[?(@.b==)]", ".a[?(b)]", ".a[x]", "..", ".a[?(@.b=='c'"} {
+		if _, err := compileJSONPath(bad); err == nil {
+			t.Errorf("compile %q accepted", bad)
+		}
+	}
+}
+
+func TestCellValues(t *testing.T) {
+	now := time.Date(2026, 1, 10, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		v    any
+		typ  string
+		want any
+	}{
+		{json.Number("3"), "integer", int64(3)},
+		{json.Number("3.7"), "integer", int64(3)},
+		{"3", "integer", nil},
+		{json.Number("1.5"), "number", 1.5},
+		{true, "boolean", true},
+		{"yes", "boolean", nil},
+		{json.Number("3"), "string", "3"},
+		{map[string]any{"a": "b"}, "string", `{"a":"b"}`},
+		{[]any{"a"}, "string", `["a"]`},
+		{"2026-01-09T23:59:30Z", "date", "30s"},
+		{"2026-01-02T00:00:00Z", "date", "8d"},
+		{"yesterday", "date", "<invalid>"},
+		{"0001-01-01T00:00:00Z", "date", "<unknown>"},
+		{nil, "string", nil},
+	} {
+		if got := cellValue(tc.v, tc.typ, now); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("cellValue(%v, %s) = %v, want %v", tc.v, tc.typ, got, tc.want)
+		}
+	}
+	for d, want := range map[time.Duration]string{
+		-3 * time.Second: "<invalid>", -1500 * time.Millisecond: "0s", 119 * time.Second: "119s", 3*time.Minute + 20*time.Second: "3m20s",
+		5 * time.Minute: "5m", 2 * time.Hour: "120m", 5*time.Hour + 3*time.Minute: "5h3m", 30 * time.Hour: "30h",
+		3*24*time.Hour + 4*time.Hour: "3d4h", 20 * 24 * time.Hour: "20d", 3 * 365 * 24 * time.Hour: "3y", 10 * 365 * 24 * time.Hour: "10y",
+	} {
+		if got := HumanDuration(d); got != want {
+			t.Errorf("HumanDuration(%v) = %q, want %q", d, got, want)
 		}
 	}
 }

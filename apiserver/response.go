@@ -17,11 +17,14 @@ import (
 )
 
 // Responses are negotiated here. Every handler produces its body as JSON
-// (stored objects are JSON already) and hands it to writeRaw, writeList or
-// writeError; this file chooses the representation the Accept header asks
+// (stored objects are JSON already) and hands it to writeRaw (any body: its
+// kind is read from the JSON when the Accept header needs it), writeEncoded
+// (a payload whose kind is known, negotiated before the storage read), or
+// writeError. This file chooses the representation the Accept header asks
 // for among those the body offers, converts the body when the client asked
-// for a Table or PartialObjectMetadata, encodes it (JSON, YAML or protobuf),
-// and compresses large responses.
+// for a Table or PartialObjectMetadata (convert.go, table.go), encodes it
+// (JSON, YAML or protobuf), and compresses large responses. Watch streams
+// are encoded in watchencode.go; request bodies are decoded in body.go.
 
 var (
 	offerJSON = codec.MediaType{Type: "application", Subtype: "json"}
@@ -385,7 +388,11 @@ func encodeProtobuf(p *payload) ([][]byte, error) {
 	case bodyObject:
 		msg, apiVersion, kind = p.res.Protobuf, p.res.APIVersion(), p.res.Kind
 	case bodyList:
-		return protobufList(p.res.APIVersion(), p.res.ListKind, 1, 2, p.listMeta, p.items, p.res.Protobuf.AppendProtobuf)
+		var t codec.Transcoder
+		msg := p.res.Protobuf
+		return protobufList(p.res.APIVersion(), p.res.ListKind, 1, 2, p.listMeta, p.items, func(dst, item []byte) ([]byte, error) {
+			return t.AppendProtobuf(dst, msg, item)
+		})
 	default:
 		return nil, meta.NewNotAcceptable(acceptedTypes)
 	}

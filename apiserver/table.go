@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -71,6 +72,9 @@ type tableBuilder struct {
 	now     time.Time
 	cols    []registry.Column
 	paths   []jsonPath // compiled JSONPath of cols (nil for Value columns)
+	// decode says a column computes its cell from the decoded object
+	// (Value); otherwise cells are read from the JSON text directly.
+	decode bool
 }
 
 func newTableBuilder(res *registry.Resource, version, include string, now time.Time) (*tableBuilder, error) {
@@ -78,6 +82,7 @@ func newTableBuilder(res *registry.Resource, version, include string, now time.T
 	b.paths = make([]jsonPath, len(b.cols))
 	for i, c := range b.cols {
 		if c.Value != nil {
+			b.decode = true
 			continue
 		}
 		p, err := compileJSONPath(c.JSONPath)
@@ -114,49 +119,80 @@ func (b *tableBuilder) build(items [][]byte, lm meta.ListMeta, single, headers b
 		t.ColumnDefinitions = b.columns()
 	}
 	for _, raw := range items {
-		row, obj, err := b.row(raw)
+		row, rv, err := b.row(raw)
 		if err != nil {
 			return nil, err
 		}
 		if single {
-			t.Metadata = meta.ListMeta{ResourceVersion: meta.GetResourceVersion(obj)}
+			t.Metadata = meta.ListMeta{ResourceVersion: rv}
 		}
 		t.Rows = append(t.Rows, row)
 	}
 	return t, nil
 }
 
-func (b *tableBuilder) row(raw []byte) (tableRow, map[string]any, error) {
-	v, _, err := codec.DecodeJSON(raw)
-	obj, ok := v.(map[string]any)
-	if err != nil || !ok {
-		return tableRow{}, nil, meta.NewInternalError(fmt.Errorf("decoding an object for its table row: %v", err))
+// row makes the row of one object and returns its resourceVersion. Unless
+// a column needs the decoded object, only the values the cells show are
+// decoded.
+func (b *tableBuilder) row(raw []byte) (tableRow, string, error) {
+	internal := func(err error) error {
+		return meta.NewInternalError(fmt.Errorf("reading an object for its table row: %v", err))
 	}
 	row := tableRow{Cells: make([]any, 0, 1+max(len(b.cols), 1))}
-	row.Cells = append(row.Cells, meta.GetName(obj))
+	md, err := codec.TopLevelField(raw, "metadata")
+	if err != nil {
+		return row, "", internal(err)
+	}
+	var name, rv, created any
+	if md != nil {
+		f, err := codec.TopLevelFields(md, "name", "resourceVersion", "creationTimestamp")
+		if err != nil {
+			return row, "", internal(err)
+		}
+		for i, dst := range []*any{&name, &rv, &created} {
+			if f[i] != nil {
+				if *dst, _, err = codec.DecodeJSON(f[i]); err != nil {
+					return row, "", internal(err)
+				}
+			}
+		}
+	}
+	nameStr, _ := name.(string)
+	rvStr, _ := rv.(string)
+	row.Cells = append(row.Cells, nameStr)
 	if len(b.cols) == 0 {
-		md, _ := obj["metadata"].(map[string]any)
-		row.Cells = append(row.Cells, md["creationTimestamp"])
+		row.Cells = append(row.Cells, created)
+	}
+	var obj map[string]any
+	if b.decode {
+		// Columns never show managedFields, often the biggest part of an
+		// object: they are not decoded.
+		if obj, err = codec.DecodeObjectWithout(raw, []string{"metadata", "managedFields"}); err != nil {
+			return row, "", internal(err)
+		}
 	}
 	for i, c := range b.cols {
-		if c.Value != nil {
+		switch {
+		case c.Value != nil:
 			row.Cells = append(row.Cells, c.Value(obj))
-			continue
+		case obj != nil:
+			row.Cells = append(row.Cells, cellValue(b.paths[i].first(obj), c.Type, b.now))
+		default:
+			v, err := b.paths[i].firstRaw(raw)
+			if err != nil {
+				return row, "", internal(err)
+			}
+			row.Cells = append(row.Cells, cellValue(v, c.Type, b.now))
 		}
-		row.Cells = append(row.Cells, cellValue(b.paths[i].first(obj), c.Type, b.now))
 	}
 	switch b.include {
 	case includeNone:
 	case includeObject:
 		row.Object = withTypeMeta(raw, b.res.Kind, b.res.APIVersion())
 	default:
-		md, err := codec.TopLevelFields(raw, "metadata")
-		if err != nil {
-			return tableRow{}, nil, meta.NewInternalError(err)
-		}
-		row.Object = partialObjectMetadataJSON(b.version, md[0])
+		row.Object = partialObjectMetadataJSON(b.version, md)
 	}
-	return row, obj, nil
+	return row, rvStr, nil
 }
 
 // withTypeMeta returns the JSON object raw with kind and apiVersion first,
@@ -410,6 +446,34 @@ func parseLiteral(p string) (any, string, error) {
 		return nil, "", fmt.Errorf("invalid value %q in filter", word)
 	}
 	return f, p[end:], nil
+}
+
+// firstRaw evaluates the path on JSON text: field steps scan the text, and
+// what is left after them is decoded (only the value a cell shows, unless a
+// step needs more).
+func (p jsonPath) firstRaw(raw []byte) (any, error) {
+	cur := raw
+	for i, st := range p {
+		if st.kind != 'f' {
+			v, _, err := codec.DecodeJSON(cur)
+			if err != nil {
+				return nil, err
+			}
+			return p[i:].first(v), nil
+		}
+		if t := bytes.TrimLeft(cur, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+			return nil, nil // a field of something that is no object
+		}
+		f, err := codec.TopLevelFields(cur, st.field)
+		if err != nil {
+			return nil, err
+		}
+		if cur = f[0]; cur == nil {
+			return nil, nil
+		}
+	}
+	v, _, err := codec.DecodeJSON(cur)
+	return v, err
 }
 
 // first evaluates the path and returns its first result (nil for none).

@@ -96,7 +96,7 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, st *registr
 	}
 	deadline, hasDeadline := ctx.Deadline()
 	var writeDeadline time.Time // the one set on the connection
-	buf := make([]byte, 0, 32<<10)
+	buf := make([]byte, 0, 8<<10)
 	for {
 		buf, err = wt.Next(buf[:0])
 		if len(buf) > 0 {
@@ -123,8 +123,8 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, st *registr
 			}
 			return
 		}
-		if cap(buf) > 1<<20 {
-			buf = make([]byte, 0, 32<<10) // give back the memory of a burst
+		if cap(buf) > 256<<10 {
+			buf = make([]byte, 0, 8<<10) // give back the memory of a huge frame
 		}
 	}
 }

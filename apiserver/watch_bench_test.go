@@ -8,7 +8,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,7 +42,9 @@ func rvInLine(line []byte) int64 {
 // BenchmarkWatchFanout: 500 HTTP watchers of one namespace, 2,000 updates
 // (PUT over HTTP by 4 writers, at a steady rate or as fast as possible);
 // delivery latency from a write's response to its receipt by each watcher.
-// Run with -benchtime=1x: one iteration is the whole scenario.
+// Run with -benchtime=1x: one iteration is the whole scenario. With
+// KAPI_WATCH_HEAPPROFILE=file, a heap profile is written at the end of the
+// writes.
 func BenchmarkWatchFanout(b *testing.B) {
 	for _, rate := range []int{200, 0} {
 		name := "rate=max"
@@ -166,6 +170,11 @@ func runFanout(b *testing.B, watchers, updates, rate int) {
 	}
 	elapsed, cpu := time.Since(start), processCPU()-cpu0
 	b.StopTimer()
+	if f := os.Getenv("KAPI_WATCH_HEAPPROFILE"); f != "" {
+		out, _ := os.Create(f)
+		_ = pprof.WriteHeapProfile(out)
+		out.Close()
+	}
 	close(stopSampling)
 	<-sampled
 	cancel()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -226,8 +227,8 @@ func TestWatchSelectorsAndSingleObject(t *testing.T) {
 	}
 	do(t, ts, "POST", wdPath, `{"metadata":{"name":"y"},"spec":{"size":1,"color":"red"}}`)
 	patch(wdPath+"/x", `{"metadata":{"labels":{"tier":"db"}},"spec":{"color":"blue"}}`) // leaves labels, enters colors
-	patch(wdPath+"/y", `{"metadata":{"labels":{"tier":"web"}}}`)                         // enters labels
-	patch(wdPath+"/x", `{"spec":{"color":"green"}}`)                                     // leaves colors
+	patch(wdPath+"/y", `{"metadata":{"labels":{"tier":"web"}}}`)                        // enters labels
+	patch(wdPath+"/x", `{"spec":{"color":"green"}}`)                                    // leaves colors
 	patch("/apis/example.dev/v1/namespaces/other/widgets/x", `{"spec":{"size":5}}`)
 	do(t, ts, "DELETE", wdPath+"/y", "")
 
@@ -421,19 +422,32 @@ func TestWatchReregister(t *testing.T) {
 
 // A client that stops reading blocks neither writers nor other watchers.
 func TestWatchStalledClient(t *testing.T) {
-	api, ts, _ := newWatchServer(t, watch.Settings{WatcherBuffer: 16, WindowEvents: 1000}, false)
-	big := strings.Repeat("x", 64<<10)
+	api, _, _ := newWatchServer(t, watch.Settings{WatcherBuffer: 16, WindowEvents: 1000}, false)
+	// A server whose connections have small send buffers, and a stalled
+	// client with a small receive buffer that reads the headers and nothing
+	// else, so that the server's writes to it block soon.
+	ts := httptest.NewUnstartedServer(api)
+	ts.Listener = smallBufListener{ts.Listener}
+	ts.Start()
+	t.Cleanup(ts.Close)
+	big := strings.Repeat("x", 16<<10)
 	do(t, ts, "POST", cmPath, `{"metadata":{"name":"big"},"data":{"v":"0"}}`)
-	// The stalled client: it reads the headers and nothing else.
+	stalledClient := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetReadBuffer(4096)
+		}
+		return c, err
+	}}}
 	req, _ := http.NewRequest("GET", ts.URL+cmPath+"?watch=1", nil)
-	stalled, err := ts.Client().Do(req)
+	stalled, err := stalledClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stalled.Body.Close()
 	other := startWatch(t, ts, cmPath+"?watch=1")
 	other.expect(t, "ADDED big")
-	const n = 200 // 200 × 64 KiB: far more than socket buffers hold
+	const n = 100 // 100 × 16 KiB: more than the stalled connection's buffers hold
 	start := time.Now()
 	for i := 1; i <= n; i++ {
 		r := do(t, ts, "PUT", cmPath+"/big", fmt.Sprintf(`{"metadata":{"name":"big"},"data":{"v":"%d","pad":"%s"}}`, i, big))
@@ -451,7 +465,7 @@ func TestWatchStalledClient(t *testing.T) {
 		}
 	}
 	// The stalled watcher holds no queue of its own: it dropped it and sits
-	// behind the window.
+	// behind, off the live set.
 	st, _ := api.Registry().Store(meta.GroupVersionResource{Version: "v1", Resource: "configmaps"})
 	eventually(t, "the stalled watcher to be off the live set", func() bool {
 		s, _ := st.WatchCacheStats()
@@ -547,4 +561,15 @@ func TestWatchServerClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.ended(t, 10*time.Second)
+}
+
+// smallBufListener gives accepted connections a small send buffer.
+type smallBufListener struct{ net.Listener }
+
+func (l smallBufListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(4096)
+	}
+	return c, err
 }

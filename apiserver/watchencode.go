@@ -135,16 +135,16 @@ type metadataWatchEncoder struct {
 }
 
 func (e metadataWatchEncoder) event(dst []byte, typ string, objJSON []byte) ([]byte, error) {
-	md, err := codec.TopLevelFields(objJSON, "metadata")
-	if err != nil {
-		return dst, meta.NewInternalError(err)
-	}
 	if !e.protobuf {
-		return codec.AppendJSONWatchEvent(dst, typ, partialObjectMetadataJSON(e.version, md[0])), nil
+		md, err := codec.TopLevelField(objJSON, "metadata")
+		if err != nil {
+			return dst, meta.NewInternalError(err)
+		}
+		return codec.AppendJSONWatchEvent(dst, typ, partialObjectMetadataJSON(e.version, md)), nil
 	}
-	raw, err := appendPartialObjectMetadata(nil, md[0])
+	raw, err := codec.PartialObjectMetadataMessage.AppendProtobuf(nil, objJSON)
 	if err != nil {
-		return dst, err
+		return dst, meta.NewInternalError(fmt.Errorf("encoding metadata as protobuf: %w", err))
 	}
 	return codec.AppendProtobufWatchEvent(dst, typ, codec.EncodeEnvelope(codec.MetaGroup+"/"+e.version, codec.AsPartialObjectMetadata, raw)), nil
 }

@@ -15,6 +15,8 @@ import (
 type scanner struct {
 	data []byte
 	pos  int
+	// spaced is set when skipSpace skips something (callers reset it).
+	spaced bool
 }
 
 func (s *scanner) errorf(format string, args ...any) error {
@@ -26,6 +28,7 @@ func (s *scanner) skipSpace() {
 		switch s.data[s.pos] {
 		case ' ', '\t', '\n', '\r':
 			s.pos++
+			s.spaced = true
 		default:
 			return
 		}
@@ -65,11 +68,13 @@ func (s *scanner) key(buf []byte) ([]byte, error) {
 	}
 	start := s.pos + 1
 	i := start
+	var hi byte
 	for i < len(s.data) && s.data[i] != '"' && s.data[i] != '\\' && s.data[i] >= 0x20 {
+		hi |= s.data[i]
 		i++
 	}
 	var k []byte
-	if i < len(s.data) && s.data[i] == '"' && utf8.Valid(s.data[start:i]) {
+	if i < len(s.data) && s.data[i] == '"' && (hi < utf8.RuneSelf || utf8.Valid(s.data[start:i])) {
 		k = s.data[start:i]
 		s.pos = i + 1
 	} else {
@@ -239,7 +244,9 @@ func (s *scanner) appendString(dst []byte) ([]byte, error) {
 	}
 	s.pos++
 	start := s.pos
+	var hi byte
 	for s.pos < len(s.data) && s.data[s.pos] != '"' && s.data[s.pos] != '\\' && s.data[s.pos] >= 0x20 {
+		hi |= s.data[s.pos]
 		s.pos++
 	}
 	if s.pos < len(s.data) {
@@ -247,7 +254,7 @@ func (s *scanner) appendString(dst []byte) ([]byte, error) {
 		case c == '"':
 			raw := s.data[start:s.pos]
 			s.pos++
-			if utf8.Valid(raw) {
+			if hi < utf8.RuneSelf || utf8.Valid(raw) {
 				return append(dst, raw...), nil
 			}
 			return append(dst, fixUTF8(raw)...), nil
@@ -499,7 +506,8 @@ func (s *scanner) skipString() error {
 
 // end checks that only space follows.
 func (s *scanner) end() error {
-	if s.peek() != 0 {
+	s.skipSpace()
+	if s.pos < len(s.data) {
 		return s.errorf("invalid character %q after top-level value", s.data[s.pos])
 	}
 	return nil
@@ -527,6 +535,34 @@ func TopLevelFields(data []byte, keys ...string) ([][]byte, error) {
 			if string(key) == k {
 				out[i] = v
 			}
+		}
+		if more, err = s.next(); err != nil {
+			return nil, err
+		}
+	}
+	return out, s.end()
+}
+
+// TopLevelField returns the raw JSON of one top-level field of a JSON
+// object (nil when absent), without decoding the object.
+func TopLevelField(data []byte, key string) ([]byte, error) {
+	s := scanner{data: data}
+	empty, err := s.openObject()
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	for more := !empty; more; {
+		k, err := s.key(nil)
+		if err != nil {
+			return nil, err
+		}
+		v, err := s.skipValue()
+		if err != nil {
+			return nil, err
+		}
+		if string(k) == key {
+			out = v
 		}
 		if more, err = s.next(); err != nil {
 			return nil, err
@@ -605,4 +641,69 @@ func appendCompact(dst, raw []byte) []byte {
 		return append(dst, raw...)
 	}
 	return append(dst, b.Bytes()...)
+}
+
+// DecodeObjectWithout decodes a JSON object like DecodeJSON, leaving out the
+// nested fields at the given paths (e.g. {"metadata", "managedFields"}),
+// which are skipped without being decoded. Duplicate keys are not reported.
+func DecodeObjectWithout(data []byte, paths ...[]string) (map[string]any, error) {
+	s := scanner{data: data}
+	out, err := s.objectWithout(paths, 0)
+	if err != nil {
+		return nil, err
+	}
+	return out, s.end()
+}
+
+func (s *scanner) objectWithout(paths [][]string, depth int) (map[string]any, error) {
+	if s.peek() != '{' {
+		return nil, s.errorf("expected an object")
+	}
+	empty, err := s.openObject()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	for more := !empty; more; {
+		key, err := s.key(nil)
+		if err != nil {
+			return nil, err
+		}
+		var sub [][]string
+		drop := false
+		for _, p := range paths {
+			if len(p) > depth && p[depth] == string(key) {
+				if len(p) == depth+1 {
+					drop = true
+				} else {
+					sub = append(sub, p)
+				}
+			}
+		}
+		switch {
+		case drop:
+			if _, err := s.skipValue(); err != nil {
+				return nil, err
+			}
+		case sub != nil && s.peek() == '{':
+			v, err := s.objectWithout(sub, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[string(key)] = v
+		default:
+			// Decode in place with DecodeJSON's decoder.
+			d := decoder{data: s.data, pos: s.pos}
+			v, err := d.value(depth+1, nil)
+			if err != nil {
+				return nil, err
+			}
+			s.pos = d.pos
+			out[string(key)] = v
+		}
+		if more, err = s.next(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

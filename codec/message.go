@@ -169,12 +169,27 @@ func fieldErr(name string, err error) error {
 // AppendProtobuf transcodes the JSON object data to the message's protobuf
 // encoding, appended to dst. It reads the JSON once and builds no values.
 func (m *Message) AppendProtobuf(dst, data []byte) ([]byte, error) {
-	e := transcoder{s: scanner{data: data}}
-	dst, err := e.message(dst, m)
-	if err != nil {
-		return dst, err
+	var t Transcoder
+	return t.AppendProtobuf(dst, m, data)
+}
+
+// Transcoder transcodes JSON to protobuf like Message.AppendProtobuf,
+// reusing its buffers from one call to the next: use one to encode the
+// items of a list. It is not safe for concurrent use.
+type Transcoder struct {
+	e transcoder
+}
+
+// AppendProtobuf transcodes the JSON object data to m's protobuf encoding,
+// appended to dst.
+func (t *Transcoder) AppendProtobuf(dst []byte, m *Message, data []byte) ([]byte, error) {
+	t.e.s = scanner{data: data}
+	dst, err := t.e.message(dst, m)
+	if err == nil {
+		err = t.e.s.end()
 	}
-	return dst, e.s.end()
+	t.e.s = scanner{}
+	return dst, err
 }
 
 // Marshal encodes a generic object (map[string]any as DecodeJSON returns,
@@ -448,6 +463,7 @@ func (e *transcoder) value(dst []byte, num protowire.Number, f *Field) ([]byte, 
 		}
 		return endLen(dst, start), nil
 	case RawJSON:
+		s.spaced = false
 		raw, err := s.skipValue()
 		if err != nil {
 			return dst, err
@@ -456,7 +472,11 @@ func (e *transcoder) value(dst []byte, num protowire.Number, f *Field) ([]byte, 
 		dst, start := beginLen(dst)
 		dst = protowire.AppendTag(dst, 1, protowire.BytesType)
 		dst, inner := beginLen(dst)
-		dst = appendCompact(dst, raw)
+		if s.spaced {
+			dst = appendCompact(dst, raw)
+		} else {
+			dst = append(dst, raw...)
+		}
 		dst = endLen(dst, inner)
 		return endLen(dst, start), nil
 	case MessageKind:
@@ -541,7 +561,7 @@ func decodeField(out map[string]any, f *Field, typ protowire.Type, v []byte) err
 				if typ != protowire.BytesType {
 					return wireTypeError(typ)
 				}
-				key = string(v)
+				key = fixUTF8(v)
 			case 2:
 				var err error
 				if val, err = decodeValue(f, typ, v, nil); err != nil {
@@ -675,7 +695,7 @@ func decodeValue(f *Field, typ protowire.Type, v []byte, into map[string]any) (a
 	}
 	switch f.Kind {
 	case String:
-		return string(v), nil
+		return fixUTF8(v), nil // as JSON decoding does
 	case Bytes:
 		return base64.StdEncoding.EncodeToString(v), nil
 	case Bool, Int32, Int64:
@@ -718,7 +738,7 @@ func decodeValue(f *Field, typ protowire.Type, v []byte, into map[string]any) (a
 			return nil, nil // the zero time: null
 		}
 		// Years beyond 9999 (or before 0) are not RFC 3339.
-		if sec < -62135596800 || sec > 253402300799 {
+		if sec < -62167219200 || sec > 253402300799 {
 			return nil, fmt.Errorf("time %d out of range", sec)
 		}
 		if f.Kind == Time {
@@ -735,7 +755,7 @@ func decodeValue(f *Field, typ protowire.Type, v []byte, into map[string]any) (a
 				if typ != protowire.BytesType {
 					return wireTypeError(typ)
 				}
-				s = string(v)
+				s = fixUTF8(v)
 			}
 			return nil
 		})
@@ -760,7 +780,7 @@ func decodeValue(f *Field, typ protowire.Type, v []byte, into map[string]any) (a
 				if typ != protowire.BytesType {
 					return wireTypeError(typ)
 				}
-				sv = string(v)
+				sv = fixUTF8(v)
 			}
 			return nil
 		})

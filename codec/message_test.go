@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -350,4 +351,67 @@ func FuzzSkipValue(f *testing.F) {
 			t.Fatalf("skipValue(%q): err=%v, json.Valid=%v", data, err, json.Valid(data))
 		}
 	})
+}
+
+// FuzzParseUTCSeconds checks the fast time parser against time.Parse.
+func FuzzParseUTCSeconds(f *testing.F) {
+	for _, s := range []string{"2026-11-22T00:54:00Z", "2024-02-29T23:59:59Z", "2023-02-29T00:00:00Z", "0000-01-01T00:00:00Z", "2026-13-01T00:00:00Z", "2026-11-22T24:00:00Z"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := parseUTCSeconds([]byte(s))
+		if !ok {
+			return
+		}
+		want, err := time.Parse(time.RFC3339, s)
+		if err != nil || !got.Equal(want) {
+			t.Fatalf("parseUTCSeconds(%q) = %v, time.Parse = %v, %v", s, got, want, err)
+		}
+	})
+}
+
+// FuzzDecodeWatchEvent reads arbitrary streams as protobuf watch frames.
+func FuzzDecodeWatchEvent(f *testing.F) {
+	f.Add(AppendProtobufWatchEvent(nil, "ADDED", EncodeEnvelope("v1", "ConfigMap", []byte{0x0a, 0})))
+	f.Add([]byte{0, 0, 0, 2, 0x0a, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := bytes.NewReader(data)
+		for {
+			frame, err := ReadFrame(r, 1<<16)
+			if err != nil {
+				return
+			}
+			typ, obj, err := DecodeWatchEvent(frame)
+			if err != nil {
+				continue
+			}
+			again := AppendProtobufWatchEvent(nil, typ, obj)
+			frame2, err := ReadFrame(bytes.NewReader(again), 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			typ2, obj2, err := DecodeWatchEvent(frame2)
+			if err != nil || typ2 != typ || !bytes.Equal(obj2, obj) {
+				t.Fatalf("re-encoded event differs")
+			}
+		}
+	})
+}
+
+func TestDecodeObjectWithout(t *testing.T) {
+	got, err := DecodeObjectWithout([]byte(sampleConfigMap), []string{"metadata", "managedFields"}, []string{"unknownField"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := decodeGeneric(t, sampleConfigMap)
+	delete(want["metadata"].(map[string]any), "managedFields")
+	delete(want, "unknownField")
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v\nwant %v", got, want)
+	}
+	for _, bad := range []string{`[]`, `{"metadata":{"managedFields":[}}`, `{"a":1} x`} {
+		if _, err := DecodeObjectWithout([]byte(bad), []string{"metadata", "managedFields"}); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
 }

@@ -521,3 +521,54 @@ func TestManyWatchersNoLeak(t *testing.T) {
 	}
 	t.Logf("goroutines %d → %d, heap %d KiB → %d KiB", g0, g1, h0>>10, h1>>10)
 }
+
+// A burst larger than one batch comes out over several calls to Next, in
+// order, each call bounded in size.
+func TestLargeBurst(t *testing.T) {
+	e := newEnv(t, Settings{BookmarkInterval: time.Millisecond})
+	w, err := e.cache.Watch(context.Background(), WatchOptions{Encoder: e.enc, Bookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	// Go live: the first Next waits for the first event.
+	first := make(chan []byte)
+	go func() { b, _ := w.Next(nil); first <- b }()
+	waitFor(t, "the watcher to go live", func() bool { return e.cache.Stats().LiveWatchers == 1 })
+	big := strings.Repeat("x", 4096)
+	var last int64
+	for i := 0; i < 50; i++ {
+		last = e.put(fmt.Sprintf("%sk%02d", testPrefix, i), big)
+	}
+	e.waitCaughtUp()
+	got := parseLines(<-first)
+	calls := 1
+	for len(got) < 50 || got[len(got)-1].typ != "BOOKMARK" {
+		b, err := w.Next(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > maxBatchBytes+8192 {
+			t.Fatalf("a batch of %d bytes", len(b))
+		}
+		got = append(got, parseLines(b)...)
+		calls++
+	}
+	n := 0
+	for _, ev := range got {
+		if ev.typ == "BOOKMARK" {
+			// A bookmark never claims more than what was sent.
+			if n < 50 && ev.rev >= last {
+				t.Fatalf("bookmark at %d after %d of 50 events", ev.rev, n)
+			}
+			continue
+		}
+		if want := fmt.Sprintf("%sk%02d", testPrefix, n); ev.key != want {
+			t.Fatalf("event %d is %s, want %s", n, ev.key, want)
+		}
+		n++
+	}
+	if calls < 3 {
+		t.Fatalf("50 events of 4 KiB came in %d calls", calls)
+	}
+}

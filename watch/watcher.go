@@ -15,7 +15,7 @@ import (
 // Bounds of what one call to Watcher.Next returns.
 const (
 	maxBatchEvents = 256
-	maxBatchBytes  = 256 << 10
+	maxBatchBytes  = 64 << 10
 )
 
 // WatchOptions say what a watch sees and where it starts.
@@ -78,6 +78,8 @@ type Watcher struct {
 	timer        *time.Timer
 	scratch      []*Event
 	spare        []delivery
+	taken        []delivery // taken from the queue, not sent yet
+	takenPos     int64      // the position once taken is sent
 
 	// Guarded by mu (taken under c.mu when both are needed).
 	mu     sync.Mutex
@@ -198,6 +200,17 @@ func (c *Cache) startFromState(w *Watcher) (bool, error) {
 	w.pos, w.from, w.initialRev = rev, rev, rev
 	c.watchers[w] = struct{}{}
 	c.mu.Unlock()
+	if w.filter != nil {
+		// Filter before sorting: a selective watch sorts only its objects.
+		kept := objs[:0]
+		for _, o := range objs {
+			if w.passes(o) {
+				kept = append(kept, o)
+			}
+		}
+		clear(objs[len(kept):])
+		objs = kept
+	}
 	sortObjects(objs)
 	w.initial = objs
 	return true, nil
@@ -377,7 +390,7 @@ func (w *Watcher) Next(dst []byte) ([]byte, error) {
 
 func (w *Watcher) finish(err error) {
 	w.err = err
-	w.initial, w.initialEnd = nil, false
+	w.initial, w.initialEnd, w.taken = nil, false, nil
 	if w.feedCancel != nil {
 		w.feedCancel()
 		w.feed, w.feedCancel, w.pending = nil, nil, nil
@@ -464,25 +477,24 @@ func (w *Watcher) fromCache(dst []byte) (_ []byte, progressed bool, _ error) {
 		w.mu.Unlock()
 		return dst, false, err
 	}
+	if len(w.taken) > 0 {
+		w.mu.Unlock()
+		return w.sendTaken(dst), true, nil
+	}
 	if w.live {
 		// Every change up to rev has been dispatched: it is in the queue
 		// now or was taken before. Load it before taking the queue.
 		rev := c.rev.Load()
 		q := w.queue
 		w.queue = w.spare[:0]
+		w.spare = nil
 		w.mu.Unlock()
-		w.pos = max(w.pos, rev)
+		w.takenPos = max(w.pos, rev)
 		if len(q) > 0 {
-			w.pos = max(w.pos, q[len(q)-1].ev.Revision)
+			w.takenPos = max(w.takenPos, q[len(q)-1].ev.Revision)
 		}
-		dst = w.appendQueue(dst, q)
-		clear(q)
-		if cap(q) <= 64 {
-			w.spare = q[:0]
-		} else {
-			w.spare = nil // give back the memory of a burst
-		}
-		return dst, len(q) > 0, nil
+		w.taken = q
+		return w.sendTaken(dst), len(q) > 0, nil
 	}
 	w.mu.Unlock()
 
@@ -528,15 +540,30 @@ func (w *Watcher) fromCache(dst []byte) (_ []byte, progressed bool, _ error) {
 	return dst, true, nil
 }
 
-// appendQueue appends the frames of queued deliveries.
-func (w *Watcher) appendQueue(dst []byte, q []delivery) []byte {
-	for _, d := range q {
+// sendTaken appends the frames of the deliveries taken from the queue, up
+// to maxBatchBytes; the rest waits for the next call.
+func (w *Watcher) sendTaken(dst []byte) []byte {
+	n0, i := len(dst), 0
+	for ; i < len(w.taken) && len(dst)-n0 < maxBatchBytes; i++ {
+		d := w.taken[i]
+		w.taken[i] = delivery{}
 		var err error
 		if dst, err = d.ev.appendFrame(dst, w.enc, d.typ); err != nil {
 			w.fail = err
-			break
+			w.taken = nil
+			return dst
 		}
+		w.pos = max(w.pos, d.ev.Revision)
 	}
+	if i < len(w.taken) {
+		w.taken = w.taken[i:]
+		return dst
+	}
+	w.pos = max(w.pos, w.takenPos)
+	if cap(w.taken) <= 64 {
+		w.spare = w.taken[:0]
+	}
+	w.taken = nil
 	return dst
 }
 

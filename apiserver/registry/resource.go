@@ -117,7 +117,8 @@ type Column struct {
 	// JSONPath selects the value, e.g. ".spec.size".
 	JSONPath string
 	// Value, when set, computes the cell instead of JSONPath (for built-in
-	// columns such as a ConfigMap's number of keys).
+	// columns such as a ConfigMap's number of keys). obj is the decoded
+	// object without metadata.managedFields; it must not be modified.
 	Value func(obj Object) any
 }
 

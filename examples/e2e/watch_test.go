@@ -35,7 +35,9 @@ type change struct {
 	size int64
 }
 
-func (c change) String() string { return fmt.Sprintf("%s %s rv=%s size=%d", c.typ, c.name, c.rv, c.size) }
+func (c change) String() string {
+	return fmt.Sprintf("%s %s rv=%s size=%d", c.typ, c.name, c.rv, c.size)
+}
 
 func changeOf(t *testing.T, typ string, obj any) change {
 	t.Helper()

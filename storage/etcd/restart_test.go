@@ -46,6 +46,7 @@ func TestEtcdRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	killed := time.Now()
 	srv.Restart()
 	// Calls wait for the client to reconnect; bound them.
 	eventually(t, 60*time.Second, "etcd to answer after the restart", func() bool {
@@ -57,6 +58,7 @@ func TestEtcdRestart(t *testing.T) {
 		}
 		return err == nil
 	})
+	t.Logf("etcd answered %v after the kill", time.Since(killed).Round(time.Millisecond))
 	write(1, 10)
 
 	// The storage watch: every create, once, in order (progress between).
