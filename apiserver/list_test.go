@@ -78,6 +78,7 @@ func TestListPagingAndSelectors(t *testing.T) {
 	do(t, ts, "GET", "/api/v1/namespaces/other/configmaps?limit=2&continue="+url.QueryEscape(str(page1, "metadata", "continue")), "").status(t, 400, meta.StatusReasonBadRequest)
 
 	// resourceVersion / resourceVersionMatch validation.
+	do(t, ts, "GET", cmPath+"?sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=", "").status(t, 422, meta.StatusReasonInvalid)
 	do(t, ts, "GET", cmPath+"?resourceVersionMatch=Exact", "").status(t, 422, meta.StatusReasonInvalid)
 	do(t, ts, "GET", cmPath+"?resourceVersion=0&resourceVersionMatch=Exact", "").status(t, 422, meta.StatusReasonInvalid)
 	do(t, ts, "GET", cmPath+"?resourceVersion=abc", "").status(t, 400, meta.StatusReasonBadRequest)

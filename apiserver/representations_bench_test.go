@@ -11,6 +11,7 @@ import (
 
 	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/codec"
 	"github.com/kapi-dev/kapi/storage/badger"
 )
 
@@ -80,6 +81,34 @@ func BenchmarkListEncode(b *testing.B) {
 			b.ReportMetric(float64(w.n), "resp-bytes")
 		})
 	}
+}
+
+// BenchmarkTableWidgets makes the Table of 10,000 widgets, whose printer
+// columns are JSONPaths: only the cells' values are decoded.
+func BenchmarkTableWidgets(b *testing.B) {
+	s := &Server{}
+	res := widgetResource(b)
+	items := make([][]byte, 10000)
+	for i, it := range benchItems(len(items)) {
+		// A configmap's metadata, a widget's spec and status.
+		md, _ := codec.TopLevelField(it, "metadata")
+		items[i] = fmt.Appendf(nil, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":%s,"spec":{"size":%d,"color":"red","tags":["a","b"]},"status":{"phase":"Running","replicas":2}}`, md, i)
+	}
+	r := httptest.NewRequest("GET", "/apis/example.dev/v1/namespaces/default/widgets?includeObject=None", nil)
+	r.Header.Set("Accept", "application/json;as=Table;g=meta.k8s.io;v=v1")
+	w := &discardWriter{h: http.Header{}}
+	m := meterCPU(b)
+	for b.Loop() {
+		p := payload{kind: bodyList, res: &res, items: items, listMeta: meta.ListMeta{ResourceVersion: "20000"}}
+		c, err := p.choose(r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		w.n = 0
+		s.writeEncoded(w, r, http.StatusOK, c, p, false)
+	}
+	m.stop()
+	b.ReportMetric(float64(w.n), "resp-bytes")
 }
 
 // BenchmarkObjectEncode encodes one configmap (a get) as JSON and protobuf.

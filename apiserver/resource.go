@@ -143,6 +143,13 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request, st *registry
 		s.writeError(w, r, err)
 		return
 	}
+	if r.URL.Query().Has("sendInitialEvents") {
+		// kube-apiserver refuses it on anything but a watch.
+		s.writeError(w, r, meta.NewInvalidOptions("ListOptions", meta.ErrorList{
+			meta.Forbidden(meta.NewPath("sendInitialEvents"), "sendInitialEvents is forbidden for list"),
+		}))
+		return
+	}
 	opts, err := s.listOptions(r.URL.Query(), st)
 	if err != nil {
 		s.writeError(w, r, err)

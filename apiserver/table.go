@@ -75,6 +75,35 @@ type tableBuilder struct {
 	// decode says a column computes its cell from the decoded object
 	// (Value); otherwise cells are read from the JSON text directly.
 	decode bool
+	// For reading the JSON text: the top-level keys and metadata keys the
+	// row needs (each read in one pass), and where each column starts.
+	topKeys, metaKeys []string
+	starts            []pathStart
+}
+
+// pathStart is where a JSONPath column is read from: the raw value of
+// topKeys[i] (level 1) or metaKeys[i] (level 2), then rest; level 0 reads
+// the whole object.
+type pathStart struct {
+	level, index int
+	rest         jsonPath
+}
+
+// Fixed metadata keys of every row.
+const (
+	metaName = iota
+	metaResourceVersion
+	metaCreationTimestamp
+)
+
+func keyIndex(keys *[]string, k string) int {
+	for i, x := range *keys {
+		if x == k {
+			return i
+		}
+	}
+	*keys = append(*keys, k)
+	return len(*keys) - 1
 }
 
 func newTableBuilder(res *registry.Resource, version, include string, now time.Time) (*tableBuilder, error) {
@@ -90,6 +119,19 @@ func newTableBuilder(res *registry.Resource, version, include string, now time.T
 			return nil, meta.NewInternalError(fmt.Errorf("printer column %q: %w", c.Name, err))
 		}
 		b.paths[i] = p
+	}
+	b.topKeys = []string{"metadata"}
+	b.metaKeys = []string{metaName: "name", metaResourceVersion: "resourceVersion", metaCreationTimestamp: "creationTimestamp"}
+	b.starts = make([]pathStart, len(b.cols))
+	for i, p := range b.paths {
+		switch {
+		case len(p) >= 2 && p[0].kind == 'f' && p[0].field == "metadata" && p[1].kind == 'f':
+			b.starts[i] = pathStart{level: 2, index: keyIndex(&b.metaKeys, p[1].field), rest: p[2:]}
+		case len(p) >= 1 && p[0].kind == 'f':
+			b.starts[i] = pathStart{level: 1, index: keyIndex(&b.topKeys, p[0].field), rest: p[1:]}
+		default:
+			b.starts[i] = pathStart{rest: p}
+		}
 	}
 	return b, nil
 }
@@ -139,21 +181,22 @@ func (b *tableBuilder) row(raw []byte) (tableRow, string, error) {
 		return meta.NewInternalError(fmt.Errorf("reading an object for its table row: %v", err))
 	}
 	row := tableRow{Cells: make([]any, 0, 1+max(len(b.cols), 1))}
-	md, err := codec.TopLevelField(raw, "metadata")
+	top, err := codec.TopLevelFields(raw, b.topKeys...)
 	if err != nil {
 		return row, "", internal(err)
 	}
-	var name, rv, created any
+	md := top[0]
+	mdFields := make([][]byte, len(b.metaKeys))
 	if md != nil {
-		f, err := codec.TopLevelFields(md, "name", "resourceVersion", "creationTimestamp")
-		if err != nil {
+		if mdFields, err = codec.TopLevelFields(md, b.metaKeys...); err != nil {
 			return row, "", internal(err)
 		}
-		for i, dst := range []*any{&name, &rv, &created} {
-			if f[i] != nil {
-				if *dst, _, err = codec.DecodeJSON(f[i]); err != nil {
-					return row, "", internal(err)
-				}
+	}
+	var name, rv, created any
+	for i, dst := range []*any{metaName: &name, metaResourceVersion: &rv, metaCreationTimestamp: &created} {
+		if mdFields[i] != nil {
+			if *dst, _, err = codec.DecodeJSON(mdFields[i]); err != nil {
+				return row, "", internal(err)
 			}
 		}
 	}
@@ -178,9 +221,19 @@ func (b *tableBuilder) row(raw []byte) (tableRow, string, error) {
 		case obj != nil:
 			row.Cells = append(row.Cells, cellValue(b.paths[i].first(obj), c.Type, b.now))
 		default:
-			v, err := b.paths[i].firstRaw(raw)
-			if err != nil {
-				return row, "", internal(err)
+			st := b.starts[i]
+			from := raw
+			switch st.level {
+			case 1:
+				from = top[st.index]
+			case 2:
+				from = mdFields[st.index]
+			}
+			var v any
+			if from != nil {
+				if v, err = st.rest.firstRaw(from); err != nil {
+					return row, "", internal(err)
+				}
 			}
 			row.Cells = append(row.Cells, cellValue(v, c.Type, b.now))
 		}

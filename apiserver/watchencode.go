@@ -194,6 +194,10 @@ func (e *tableWatchEncoder) event(dst []byte, typ string, objJSON []byte, includ
 	return codec.AppendJSONWatchEvent(dst, typ, body), nil
 }
 
+// PerWatch marks the encoder as per-watch: its frames are not cached and
+// shared (see watch.PerWatchEncoder).
+func (e *tableWatchEncoder) PerWatch() {}
+
 func (e *tableWatchEncoder) AppendEvent(dst []byte, typ watch.EventType, obj *watch.Object, rev int64) ([]byte, error) {
 	js, err := registry.AppendObjectJSON(nil, obj.Value, rev)
 	if err != nil {

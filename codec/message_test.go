@@ -415,3 +415,36 @@ func TestDecodeObjectWithout(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecodeObjectWithout checks it against DecodeJSON: the same object less
+// the dropped field, and the same verdict on validity.
+func FuzzDecodeObjectWithout(f *testing.F) {
+	f.Add([]byte(sampleConfigMap))
+	f.Add([]byte(`{"metadata":{"managedFields":[1],"name":"x"},"a":[{"b":null}]}`))
+	f.Add([]byte(`{"metadata":5}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := DecodeObjectWithout(data, []string{"metadata", "managedFields"})
+		v, _, jerr := DecodeJSON(data)
+		want, isObj := v.(map[string]any)
+		if jerr != nil || !isObj {
+			if err == nil {
+				t.Fatalf("DecodeObjectWithout(%q) accepted what DecodeJSON refuses (%v)", data, jerr)
+			}
+			return
+		}
+		if err != nil {
+			if strings.Contains(err.Error(), "max depth") {
+				return
+			}
+			t.Fatalf("DecodeObjectWithout(%q): %v", data, err)
+		}
+		if md, ok := want["metadata"].(map[string]any); ok {
+			delete(md, "managedFields")
+		}
+		a, _ := json.Marshal(got)
+		b, _ := json.Marshal(want)
+		if !bytes.Equal(a, b) {
+			t.Fatalf("DecodeObjectWithout(%q) = %s, want %s", data, a, b)
+		}
+	})
+}

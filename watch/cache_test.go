@@ -572,3 +572,39 @@ func TestLargeBurst(t *testing.T) {
 		t.Fatalf("50 events of 4 KiB came in %d calls", calls)
 	}
 }
+
+// perWatchEncoder is a testEncoder with per-watch state.
+type perWatchEncoder struct{ testEncoder }
+
+func (*perWatchEncoder) PerWatch() {}
+
+// A PerWatchEncoder's frames are encoded for each watch and never cached.
+func TestPerWatchEncoder(t *testing.T) {
+	e := newEnv(t, Settings{})
+	a, b := &perWatchEncoder{}, &perWatchEncoder{}
+	ra, rb := e.watch(WatchOptions{Encoder: a}), e.watch(WatchOptions{Encoder: b})
+	shared := e.watch(WatchOptions{})
+	for i := 0; i < 5; i++ {
+		e.put(testPrefix+"k", fmt.Sprint(i))
+	}
+	for _, r := range []*reader{ra, rb, shared} {
+		for i := 0; i < 5; i++ {
+			r.nextNonBookmark(t)
+		}
+	}
+	if a.events.Load() != 5 || b.events.Load() != 5 {
+		t.Fatalf("per-watch encoders encoded %d and %d events, want 5 each", a.events.Load(), b.events.Load())
+	}
+	// Only the shared encoder's frames are cached.
+	e.cache.mu.RLock()
+	defer e.cache.mu.RUnlock()
+	for i := 0; i < e.cache.window.len(); i++ {
+		ev := e.cache.window.at(i)
+		ev.mu.Lock()
+		n := len(ev.frames)
+		ev.mu.Unlock()
+		if n != 1 {
+			t.Fatalf("event %d has %d cached frames, want 1", i, n)
+		}
+	}
+}

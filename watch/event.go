@@ -97,6 +97,16 @@ type Encoder interface {
 	AppendError(dst []byte, err error) []byte
 }
 
+// PerWatchEncoder is an Encoder whose frames depend on the watch that uses
+// it: it keeps per-watch state (a Table stream sends its column definitions
+// in the first event only). Its frames are encoded for each watch and never
+// cached, so it need not be comparable.
+type PerWatchEncoder interface {
+	Encoder
+	// PerWatch marks the encoder; it does nothing.
+	PerWatch()
+}
+
 // Event is one change in the cache: a create (Added), an update (Modified)
 // or a delete (Deleted) of one key, with the object before and after.
 type Event struct {
@@ -132,12 +142,21 @@ func (e *Event) Key() []byte {
 
 // appendFrame appends the frame of the event as typ for enc: Added and
 // Modified show the new object, Deleted the previous one, all at the event's
-// revision. The frame is encoded once per (Encoder, type) while the event is
-// in the window; concurrent callers wait for the first one.
-func (e *Event) appendFrame(dst []byte, enc Encoder, typ EventType) ([]byte, error) {
+// revision. Unless perWatch is set, the frame is encoded once per (Encoder,
+// type) while the event is in the window; concurrent callers wait for the
+// first one.
+func (e *Event) appendFrame(dst []byte, enc Encoder, typ EventType, perWatch bool) ([]byte, error) {
 	obj := e.Object
 	if typ == Deleted {
 		obj = e.Prev
+	}
+	if perWatch {
+		n := len(dst)
+		dst, err := enc.AppendEvent(dst, typ, obj, e.Revision)
+		if err != nil {
+			return dst[:n], err
+		}
+		return dst, nil
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -58,6 +58,7 @@ type Watcher struct {
 	cancel    context.CancelFunc
 	stopOnce  sync.Once
 	enc       Encoder
+	perWatch  bool // enc is a PerWatchEncoder: its frames are not cached
 	prefix    []byte
 	filter    func(any) bool
 	bookmarks bool
@@ -135,7 +136,8 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 }
 
 func (c *Cache) newWatcher(ctx context.Context, opts WatchOptions, prefix []byte) *Watcher {
-	w := &Watcher{c: c, enc: opts.Encoder, prefix: prefix, filter: opts.Filter,
+	_, perWatch := opts.Encoder.(PerWatchEncoder)
+	w := &Watcher{c: c, enc: opts.Encoder, perWatch: perWatch, prefix: prefix, filter: opts.Filter,
 		bookmarks: opts.Bookmarks, notify: make(chan struct{}, 1), id: rand.Uint64()}
 	if dl, ok := ctx.Deadline(); ok {
 		w.deadline = dl
@@ -511,6 +513,10 @@ func (w *Watcher) fromCache(dst []byte) (_ []byte, progressed bool, _ error) {
 	}
 	evs := c.window.since(w.pos, maxBatchEvents, w.scratch[:0])
 	if len(evs) == 0 {
+		// Everything up to w.pos was delivered (from storage, when the watch
+		// started behind the cache and the cache has not caught up yet):
+		// dispatch must not send it again.
+		w.from = max(w.from, w.pos)
 		w.mu.Lock()
 		if w.closed == nil {
 			w.live = true
@@ -529,7 +535,7 @@ func (w *Watcher) fromCache(dst []byte) (_ []byte, progressed bool, _ error) {
 		}
 		if typ, ok := w.match(ev); ok {
 			var err error
-			if dst, err = ev.appendFrame(dst, w.enc, typ); err != nil {
+			if dst, err = ev.appendFrame(dst, w.enc, typ, w.perWatch); err != nil {
 				w.fail = err
 				break
 			}
@@ -548,7 +554,7 @@ func (w *Watcher) sendTaken(dst []byte) []byte {
 		d := w.taken[i]
 		w.taken[i] = delivery{}
 		var err error
-		if dst, err = d.ev.appendFrame(dst, w.enc, d.typ); err != nil {
+		if dst, err = d.ev.appendFrame(dst, w.enc, d.typ, w.perWatch); err != nil {
 			w.fail = err
 			w.taken = nil
 			return dst
@@ -616,7 +622,7 @@ func (w *Watcher) fromStorage(dst []byte) (_ []byte, progressed bool, _ error) {
 			ev.detached = true
 			if typ, ok := w.match(ev); ok {
 				var err error
-				if dst, err = ev.appendFrame(dst, w.enc, typ); err != nil {
+				if dst, err = ev.appendFrame(dst, w.enc, typ, w.perWatch); err != nil {
 					w.fail = err
 					return dst, true, nil
 				}

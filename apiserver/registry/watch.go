@@ -33,8 +33,8 @@ type WatchOptions struct {
 	// SendInitialEvents, for the bookmark that ends the initial events.
 	AllowBookmarks bool
 	// Encoder turns events into wire frames (one representation). Required.
-	// It must be comparable; see watch.Encoder. Its AppendError receives a
-	// *meta.StatusError.
+	// It must be comparable, or a watch.PerWatchEncoder; see watch.Encoder.
+	// Its AppendError receives a *meta.StatusError.
 	Encoder watch.Encoder
 }
 
@@ -47,7 +47,10 @@ func (s *Store) Watch(ctx context.Context, ns string, opts WatchOptions) (*watch
 		return nil, meta.NewInternalError(errors.New("watch without an encoder"))
 	}
 	gr := s.res.GroupResource()
-	enc := statusEncoder{Encoder: opts.Encoder, gr: gr}
+	var enc watch.Encoder = statusEncoder{Encoder: opts.Encoder, gr: gr}
+	if _, ok := opts.Encoder.(watch.PerWatchEncoder); ok {
+		enc = perWatchStatusEncoder{statusEncoder{Encoder: opts.Encoder, gr: gr}}
+	}
 	var rv int64
 	if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
 		var err error
@@ -131,6 +134,11 @@ type statusEncoder struct {
 func (e statusEncoder) AppendError(dst []byte, err error) []byte {
 	return e.Encoder.AppendError(dst, watchError(err, e.gr))
 }
+
+// perWatchStatusEncoder is a statusEncoder around a watch.PerWatchEncoder.
+type perWatchStatusEncoder struct{ statusEncoder }
+
+func (perWatchStatusEncoder) PerWatch() {}
 
 // watchError turns an error of the watch cache into a Status error.
 func watchError(err error, gr meta.GroupResource) *meta.StatusError {
