@@ -104,10 +104,10 @@ func TestNamespaceDeletion(t *testing.T) {
 	if do(t, ts, "GET", "/api/v1/namespaces/doomed", "").code != 200 {
 		t.Fatal("namespace went while an object with a finalizer remained")
 	}
-	held := do(t, ts, "GET", "/apis/example.dev/v1/namespaces/doomed/widgets/held", "").object(t)
-	if str(held, "metadata", "deletionTimestamp") == "" {
-		t.Fatalf("held widget not marked for deletion: %v", held)
-	}
+	eventually(t, "the held widget to be marked for deletion", func() bool {
+		held := do(t, ts, "GET", "/apis/example.dev/v1/namespaces/doomed/widgets/held", "").object(t)
+		return str(held, "metadata", "deletionTimestamp") != ""
+	})
 	do(t, ts, "PATCH", "/apis/example.dev/v1/namespaces/doomed/widgets/held", `{"metadata":{"finalizers":null}}`, "Content-Type", "application/merge-patch+json")
 	eventually(t, "the namespace to go", func() bool {
 		return do(t, ts, "GET", "/api/v1/namespaces/doomed", "").code == 404

@@ -14,8 +14,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/apiserver/schema"
@@ -417,19 +415,13 @@ func duplicateProblems(dups []string) []string {
 // decodeYAMLOrJSON decodes a JSON or YAML request body into a generic
 // object. problems lists duplicate fields (field validation findings).
 func decodeYAMLOrJSON(data []byte) (map[string]any, []string, error) {
-	var problems []string
-	trimmed := bytes.TrimLeft(data, " \t\r\n")
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		j, err := yaml.YAMLToJSON(data)
-		if err != nil {
-			return nil, nil, err
-		}
-		if _, serr := yaml.YAMLToJSONStrict(data); serr != nil {
-			problems = append(problems, serr.Error())
-		}
-		data = j
+	decode := codec.DecodeJSON
+	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' {
+		// YAML goes through the bounded decoder: alias bombs and deep
+		// nesting are refused, duplicate keys reported by path.
+		decode = codec.DecodeYAML
 	}
-	v, dups, err := codec.DecodeJSON(data)
+	v, dups, err := decode(data)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -437,7 +429,7 @@ func decodeYAMLOrJSON(data []byte) (map[string]any, []string, error) {
 	if !ok {
 		return nil, nil, errors.New("the body must be an object")
 	}
-	return obj, append(problems, duplicateProblems(dups)...), nil
+	return obj, duplicateProblems(dups), nil
 }
 
 // managerOrUserAgent is the field manager of a write that names none: the

@@ -92,8 +92,9 @@ func TestNegotiation(t *testing.T) {
 		{cmPath + "/a", "application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1", 406, "application/json"}, // as kube-apiserver
 		{cmPath + "/a", "application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1, application/json", 200, "application/json"},
 		{cmPath + "/a", "application/json;as=Table;g=meta.k8s.io;v=v2", 406, "application/json"},
-		{"/version", acceptProtobuf, 200, "application/json"}, // documents that are no objects: JSON regardless
+		{"/version", acceptProtobuf, 200, "application/json"}, // /version: JSON regardless, as kube-apiserver
 		{"/version", acceptTableV1, 200, "application/json"},
+		{"/openapi/v2", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf", 406, "application/json"},
 		{"/version", "application/yaml", 200, "application/yaml"},
 	} {
 		r := do(t, ts, "GET", tc.path, "", "Accept", tc.accept)

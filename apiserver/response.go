@@ -185,11 +185,10 @@ func (s *Server) writeRaw(w http.ResponseWriter, r *http.Request, code int, body
 		return classified().allows(c, false)
 	})
 	if !ok {
-		if classified().kind == bodyOther {
-			// Documents that are no API objects (/version, discovery,
-			// OpenAPI) are JSON whatever the client asked, as
-			// kube-apiserver's /version: client-go reads them so even
-			// when configured for protobuf only.
+		if strings.HasSuffix(r.URL.Path, "/version") && classified().kind == bodyOther {
+			// /version is JSON whatever the client asked, as
+			// kube-apiserver's: client-go reads it with the Accept header
+			// of its typed clients, protobuf only if so configured.
 			s.writeEncoded(w, r, code, codec.Choice{Format: codec.FormatJSON}, *p, false)
 			return
 		}

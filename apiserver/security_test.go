@@ -468,3 +468,19 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 }
+
+// An apply body built from wide anchors several levels deep must be refused
+// quickly, not expanded.
+func TestApplyYAMLBomb(t *testing.T) {
+	_, ts := newTestServer(t)
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bomb}\n")
+	b.WriteString("a0: &a0 [" + strings.TrimSuffix(strings.Repeat("x,", 1000), ",") + "]\n")
+	for i := 1; i < 6; i++ {
+		b.WriteString(fmt.Sprintf("a%d: &a%d [", i, i) + strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d,", i-1), 1000), ",") + "]\n")
+	}
+	r := do(t, ts, "PATCH", cmPath+"/bomb?fieldManager=test", b.String(), "Content-Type", "application/apply-patch+yaml")
+	if r.code != 400 {
+		t.Fatalf("YAML bomb apply: %d %.300s", r.code, r.body)
+	}
+}

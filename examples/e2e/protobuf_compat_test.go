@@ -34,7 +34,7 @@ func fullMeta() metav1.ObjectMeta {
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Namespace", Name: "ns", UID: "u-0", Controller: &yes, BlockOwnerDeletion: &yes}},
 		Finalizers:      []string{"f1", "example.dev/f2"},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", Time: &ts,
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{".":{},"f:a":{}}}`)}, Subresource: "status"}},
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:data":{".":{},"f:a":{}}}`), Subresource: "status"}},
 	}
 }
 
@@ -104,8 +104,10 @@ func TestProtobufWireCompatibility(t *testing.T) {
 	checkBothWays(t, "v1beta1 PartialObjectMetadataList", codec.PartialObjectMetadataListV1beta1Message, pomlb, func() protoObject { return &metav1beta1.PartialObjectMetadataList{} })
 
 	grace, orphan, prop, uid, rv := int64(0), false, metav1.DeletePropagationForeground, types.UID("u"), "7"
-	do := &metav1.DeleteOptions{GracePeriodSeconds: &grace, OrphanDependents: &orphan, PropagationPolicy: &prop, DryRun: []string{"All"},
+	do := &metav1.DeleteOptions{GracePeriodSeconds: &grace, PropagationPolicy: &prop, DryRun: []string{"All"},
 		Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}}
+	//lint:ignore SA1019 old clients still send it; its field number must be right
+	do.OrphanDependents = &orphan
 	checkBothWays(t, "DeleteOptions", codec.DeleteOptionsMessage, do, func() protoObject { return &metav1.DeleteOptions{} })
 
 	sc := &autoscalingv1.Scale{ObjectMeta: fullMeta(), Spec: autoscalingv1.ScaleSpec{Replicas: 3}, Status: autoscalingv1.ScaleStatus{Replicas: 2, Selector: "app=x"}}

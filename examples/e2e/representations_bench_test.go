@@ -26,7 +26,7 @@ func BenchmarkClientDecodeList(b *testing.B) {
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("config-%06d", i), Namespace: "default", UID: "6f1f7c2e-8d4b-4f0e-9a4c-000000000000",
 				ResourceVersion: fmt.Sprint(1000 + i), CreationTimestamp: ts, Labels: map[string]string{"app": "bench", "tier": "backend"},
 				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "bench", Operation: "Update", APIVersion: "v1", Time: &ts, FieldsType: "FieldsV1",
-					FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{".":{},"f:a":{},"f:b":{},"f:c":{}},"f:metadata":{"f:labels":{".":{},"f:app":{},"f:tier":{}}}}`)}}}},
+					FieldsV1: metav1.NewFieldsV1(`{"f:data":{".":{},"f:a":{},"f:b":{},"f:c":{}},"f:metadata":{"f:labels":{".":{},"f:app":{},"f:tier":{}}}}`)}}},
 			Data: map[string]string{"a": fmt.Sprint("value-a-", i), "b": "some longer value for key b", "c": `{"json":"inside"}`},
 		})
 	}
