@@ -392,8 +392,8 @@ func (m *smp) mergeList(cur, p []any, n node, path *meta.Path) ([]any, error) {
 				// A set of objects: delete the elements equal to the rest.
 				rest := meta.DeepCopyMap(em)
 				delete(rest, directiveMarker)
-				want := canonical(rest)
-				result = slices.DeleteFunc(result, func(x any) bool { return canonical(x) == want })
+				want := meta.CanonicalKey(rest)
+				result = slices.DeleteFunc(result, func(x any) bool { return meta.CanonicalKey(x) == want })
 				continue
 			}
 			want, err := elementID(em, keys, path)
@@ -537,7 +537,7 @@ func interleave(left, right []any, cur []any, id func(any) (string, error)) ([]a
 // objects, its value otherwise.
 func elementID(e any, keys []string, path *meta.Path) (string, error) {
 	if len(keys) == 0 {
-		return canonical(e), nil
+		return meta.CanonicalKey(e), nil
 	}
 	m, ok := e.(map[string]any)
 	if !ok {
@@ -559,7 +559,7 @@ func elementID(e any, keys []string, path *meta.Path) (string, error) {
 		}
 		b.WriteString(k)
 		b.WriteByte('=')
-		writeCanonical(&b, v)
+		b.WriteString(meta.CanonicalKey(v))
 	}
 	return b.String(), nil
 }
@@ -568,11 +568,11 @@ func elementID(e any, keys []string, path *meta.Path) (string, error) {
 func deleteValues(cur, del []any) []any {
 	drop := make(map[string]bool, len(del))
 	for _, d := range del {
-		drop[canonical(d)] = true
+		drop[meta.CanonicalKey(d)] = true
 	}
 	out := make([]any, 0, len(cur))
 	for _, v := range cur {
-		if !drop[canonical(v)] {
+		if !drop[meta.CanonicalKey(v)] {
 			out = append(out, v)
 		}
 	}
@@ -616,7 +616,7 @@ func removeDirectives(v any) (out any, keep bool) {
 
 // formatJSON renders a value for a message, shortened.
 func formatJSON(v any) string {
-	s := canonical(v)
+	s := meta.CanonicalKey(v)
 	if len(s) > 200 {
 		s = s[:200] + "..."
 	}

@@ -6,7 +6,6 @@ import (
 	"math"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/kapi-dev/kapi/apiserver/meta"
 )
@@ -88,52 +87,6 @@ func fromSMD(v any) any {
 	return v
 }
 
-// canonical renders a generic value so that equal values (numbers compared
-// by value, maps by their sorted keys) render equally; it keys merge lists.
-func canonical(v any) string {
-	var b strings.Builder
-	writeCanonical(&b, v)
-	return b.String()
-}
-
-func writeCanonical(b *strings.Builder, v any) {
-	switch t := v.(type) {
-	case nil:
-		b.WriteString("null")
-	case bool:
-		b.WriteString(strconv.FormatBool(t))
-	case string:
-		b.WriteString(strconv.Quote(t))
-	case []any:
-		b.WriteByte('[')
-		for i, e := range t {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			writeCanonical(b, e)
-		}
-		b.WriteByte(']')
-	case map[string]any:
-		b.WriteByte('{')
-		for i, k := range sortedKeys(t) {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(strconv.Quote(k))
-			b.WriteByte(':')
-			writeCanonical(b, t[k])
-		}
-		b.WriteByte('}')
-	default:
-		if i, ok := meta.AsInt64(v); ok {
-			b.WriteString(strconv.FormatInt(i, 10))
-		} else if f, ok := meta.AsFloat64(v); ok {
-			b.WriteString(strconv.FormatFloat(f, 'g', -1, 64))
-		} else {
-			fmt.Fprintf(b, "%T:%v", v, v)
-		}
-	}
-}
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))

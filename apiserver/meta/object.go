@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -760,4 +761,58 @@ func SetObjectMeta(obj map[string]any, om *ObjectMeta) error {
 	}
 	obj["metadata"] = m
 	return nil
+}
+
+// CanonicalKey renders a generic value so that equal values give equal keys:
+// numbers compare by value whatever their representation, maps by their
+// sorted keys. Values of other types render with their Go type, so they never
+// collide with JSON values. It keys sets and merge lists.
+func CanonicalKey(v any) string {
+	var b strings.Builder
+	writeCanonical(&b, v)
+	return b.String()
+}
+
+func writeCanonical(b *strings.Builder, v any) {
+	switch t := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		b.WriteString(strconv.FormatBool(t))
+	case string:
+		b.WriteString(strconv.Quote(t))
+	case []any:
+		b.WriteByte('[')
+		for i, e := range t {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeCanonical(b, e)
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(strconv.Quote(k))
+			b.WriteByte(':')
+			writeCanonical(b, t[k])
+		}
+		b.WriteByte('}')
+	default:
+		if i, ok := AsInt64(v); ok {
+			b.WriteString(strconv.FormatInt(i, 10))
+		} else if f, ok := AsFloat64(v); ok {
+			b.WriteString(strconv.FormatFloat(f, 'g', -1, 64))
+		} else {
+			fmt.Fprintf(b, "%T:%v", v, v)
+		}
+	}
 }

@@ -172,10 +172,10 @@ func ConfigMaps() Resource {
 					if imm, _ := obj["immutable"].(bool); !imm {
 						errs = append(errs, meta.Forbidden(meta.NewPath("immutable"), "field is immutable when `immutable` is set"))
 					}
-					if !jsonEqual(obj["data"], old["data"]) {
+					if !meta.DeepEqual(obj["data"], old["data"]) {
 						errs = append(errs, meta.Forbidden(meta.NewPath("data"), "field is immutable when `immutable` is set"))
 					}
-					if !jsonEqual(obj["binaryData"], old["binaryData"]) {
+					if !meta.DeepEqual(obj["binaryData"], old["binaryData"]) {
 						errs = append(errs, meta.Forbidden(meta.NewPath("binaryData"), "field is immutable when `immutable` is set"))
 					}
 				}

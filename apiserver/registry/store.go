@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
 	"strings"
 
@@ -615,7 +614,7 @@ func equalIgnoring(a, b Object, skip ...string) bool {
 			continue
 		}
 		bv, ok := b[k]
-		if !ok || !jsonEqual(av, bv) {
+		if !ok || !meta.DeepEqual(av, bv) {
 			return false
 		}
 	}
@@ -631,36 +630,3 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// jsonEqual compares generic JSON values, treating numbers by value.
-func jsonEqual(a, b any) bool {
-	if an, ok := numberString(a); ok {
-		bn, ok := numberString(b)
-		return ok && an == bn
-	}
-	switch av := a.(type) {
-	case map[string]any:
-		bv, ok := b.(map[string]any)
-		if !ok || len(av) != len(bv) {
-			return false
-		}
-		for k, x := range av {
-			y, ok := bv[k]
-			if !ok || !jsonEqual(x, y) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		bv, ok := b.([]any)
-		if !ok || len(av) != len(bv) {
-			return false
-		}
-		for i := range av {
-			if !jsonEqual(av[i], bv[i]) {
-				return false
-			}
-		}
-		return true
-	}
-	return reflect.DeepEqual(a, b)
-}

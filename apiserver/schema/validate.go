@@ -337,7 +337,7 @@ func (v *validator) validateSet(x []any, p *meta.Path) {
 	}
 	seen := make(map[string]int, len(x))
 	for i, e := range x {
-		k := canonicalKey(e)
+		k := meta.CanonicalKey(e)
 		seen[k]++
 		if seen[k] == 2 {
 			v.add(meta.Duplicate(p.Index(i), e))
@@ -373,7 +373,7 @@ func (v *validator) validateListMap(x []any, s *Schema, p *meta.Path) {
 			}
 			key[j] = val
 		}
-		k := canonicalKey(key)
+		k := meta.CanonicalKey(key)
 		seen[k]++
 		if seen[k] == 2 {
 			v.add(meta.Duplicate(p.Index(i), e))
@@ -383,55 +383,6 @@ func (v *validator) validateListMap(x []any, s *Schema, p *meta.Path) {
 
 // unspecified stands for an absent list map key.
 type unspecified struct{}
-
-// canonicalKey renders a generic value so that equal values (numbers
-// compared by value) give equal keys.
-func canonicalKey(x any) string {
-	var b strings.Builder
-	writeCanonical(&b, x)
-	return b.String()
-}
-
-func writeCanonical(b *strings.Builder, x any) {
-	switch t := x.(type) {
-	case nil:
-		b.WriteString("null")
-	case unspecified:
-		b.WriteString("<unspecified>")
-	case bool:
-		b.WriteString(strconv.FormatBool(t))
-	case string:
-		b.WriteString(strconv.Quote(t))
-	case []any:
-		b.WriteByte('[')
-		for i, e := range t {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			writeCanonical(b, e)
-		}
-		b.WriteByte(']')
-	case map[string]any:
-		b.WriteByte('{')
-		for i, k := range sortedKeys(t) {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(strconv.Quote(k))
-			b.WriteByte(':')
-			writeCanonical(b, t[k])
-		}
-		b.WriteByte('}')
-	default:
-		if i, ok := meta.AsInt64(x); ok {
-			b.WriteString(strconv.FormatInt(i, 10))
-		} else if f, ok := meta.AsFloat64(x); ok {
-			b.WriteString(strconv.FormatFloat(f, 'g', -1, 64))
-		} else {
-			fmt.Fprintf(b, "%T:%v", x, x)
-		}
-	}
-}
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
