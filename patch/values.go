@@ -87,7 +87,6 @@ func fromSMD(v any) any {
 	return v
 }
 
-
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {

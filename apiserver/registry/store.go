@@ -629,4 +629,3 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
-
