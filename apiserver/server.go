@@ -82,6 +82,10 @@ type Config struct {
 	MaxMutatingRequestsInFlight int
 	// RequestTimeout bounds non-long-running requests (504 beyond). Default 60s.
 	RequestTimeout time.Duration
+	// FutureRevisionWait is how long a read at a resourceVersion newer than
+	// the store's waits before a 504 with Retry-After. Default 3s, as
+	// kube-apiserver.
+	FutureRevisionWait time.Duration
 	// Audit, when set, receives one record per request.
 	Audit AuditSink
 	// Admission hooks run for every type, before each type's own
@@ -122,6 +126,10 @@ type Server struct {
 
 	stopControllers context.CancelFunc
 	controllersDone chan struct{}
+
+	// watchesCtx ends with EndWatches: every watch handler ends with it.
+	watchesCtx context.Context
+	endWatches context.CancelFunc
 }
 
 // New returns a Server over cfg.Storage serving core v1 namespaces, with the
@@ -159,12 +167,13 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		cfg.Storage = instrumentedStore{Store: cfg.Storage, m: m}
 	}
-	reg, err := registry.New(registry.Config{Storage: cfg.Storage, KeyPrefix: cfg.KeyPrefix, Logger: cfg.Logger, ControllerResync: cfg.ControllerResync, Admission: cfg.Admission, Watch: cfg.Watch})
+	reg, err := registry.New(registry.Config{Storage: cfg.Storage, KeyPrefix: cfg.KeyPrefix, Logger: cfg.Logger, ControllerResync: cfg.ControllerResync, Admission: cfg.Admission, Watch: cfg.Watch, Metrics: cfg.Metrics, FutureRevisionWait: cfg.FutureRevisionWait})
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, reg: reg, authorizer: cfg.Authorizer, metrics: m,
 		limiter: newLimiter(cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight, cfg.RequestTimeout)}
+	s.watchesCtx, s.endWatches = context.WithCancel(context.Background())
 	if s.authorizer == nil {
 		s.authorizer = auth.AlwaysAllow()
 	}
@@ -225,6 +234,19 @@ func (s *Server) Close() error {
 	s.reg.Close() // stops the watch caches; open watches end
 	return nil
 }
+
+// EndWatches ends every open watch cleanly (the stream ends, as when
+// timeoutSeconds runs out, and clients such as client-go watch again) and
+// refuses new watches with 503 and Retry-After. Other requests are not
+// affected. It is for graceful shutdown: http.Server.Shutdown waits for
+// in-flight requests, and watches never finish by themselves, so register it
+// to run when shutdown starts:
+//
+//	srv.RegisterOnShutdown(api.EndWatches)
+//	srv.Shutdown(ctx) // stops accepting, ends watches, drains the rest
+//
+// It is safe to call more than once and concurrently.
+func (s *Server) EndWatches() { s.endWatches() }
 
 // Registry returns the registry of served types.
 func (s *Server) Registry() *registry.Registry { return s.reg }

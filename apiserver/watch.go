@@ -66,7 +66,15 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, st *registr
 		s.writeError(w, r, meta.NewInvalidOptions("ListOptions", errs))
 		return
 	}
-	ctx := r.Context()
+	if s.watchesCtx.Err() != nil {
+		s.writeError(w, r, shuttingDown())
+		return
+	}
+	// The watch ends when the client goes, when timeoutSeconds runs out or
+	// when the server ends watches (EndWatches).
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(s.watchesCtx, cancel)()
 	if ts := q.Get("timeoutSeconds"); ts != "" {
 		n, err := strconv.ParseInt(ts, 10, 64)
 		if err != nil || n < 0 {
@@ -127,6 +135,15 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, st *registr
 			buf = make([]byte, 0, 8<<10) // give back the memory of a huge frame
 		}
 	}
+}
+
+// shuttingDown is the answer to a watch after EndWatches: 503, try again
+// (another instance, or this one after its restart).
+func shuttingDown() *meta.StatusError {
+	se := meta.NewServiceUnavailable("The server is shutting down, please try again later.")
+	se.Status.Details = &meta.StatusDetails{RetryAfterSeconds: 1}
+	se.RetryAfter = 1
+	return se
 }
 
 // validateWatchOptions checks sendInitialEvents and resourceVersionMatch as

@@ -70,6 +70,9 @@ func (r *Registry) runGarbageCollector(ctx context.Context) {
 		if err == nil || ctx.Err() != nil || errors.Is(err, storage.ErrClosed) {
 			return
 		}
+		if errors.Is(err, errTypesChanged) {
+			continue
+		}
 		r.cfg.Logger.Warn("garbage collector restarting", "err", err)
 		if sleepCtx(ctx, int(r.cfg.ControllerRetry/time.Millisecond)) != nil {
 			return
@@ -77,9 +80,19 @@ func (r *Registry) runGarbageCollector(ctx context.Context) {
 	}
 }
 
-// run builds the graph and processes changes until ctx ends or the watch
-// fails (the caller then starts again from a fresh list).
+// errTypesChanged ends a garbage collector run when types are registered or
+// unregistered: objects of a type registered after the graph was built are
+// not in it, so the graph is built again.
+var errTypesChanged = errors.New("the set of types changed")
+
+// run builds the graph and processes changes until ctx ends, the watch
+// fails or the set of types changes (the caller then starts again from a
+// fresh list).
 func (gc *garbageCollector) run(ctx context.Context) error {
+	select {
+	case <-gc.r.typesChanged: // this run sees the types registered so far
+	default:
+	}
 	gc.nodes = map[string]*gcNode{}
 	gc.dependents = map[string]map[string]bool{}
 	gc.queue = map[string]bool{}
@@ -105,6 +118,7 @@ func (gc *garbageCollector) run(ctx context.Context) error {
 			gc.queue[uid] = true
 		}
 	}
+	gc.r.metrics.gcGraph(len(gc.nodes))
 	evs, err := gc.r.cfg.Storage.Watch(ctx, storage.WatchOptions{Prefix: prefix, FromRevision: rev})
 	if err != nil {
 		return err
@@ -123,6 +137,8 @@ func (gc *garbageCollector) run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-gc.r.typesChanged:
+			return errTypesChanged
 		case <-retryC:
 		case ev, ok := <-evs:
 			if !ok {
@@ -145,6 +161,7 @@ func (gc *garbageCollector) run(ctx context.Context) error {
 					drained = true
 				}
 			}
+			gc.r.metrics.gcGraph(len(gc.nodes))
 		}
 	}
 }
@@ -274,13 +291,20 @@ func (gc *garbageCollector) processOne(ctx context.Context, uid string) error {
 		return nil
 	case len(solid) == 0:
 		_, err := n.store.Delete(ctx, n.ns, n.name, DeleteOptions{PreconditionUID: uid, PropagationPolicy: PropagationBackground})
+		if err == nil {
+			gc.done(gcActionDelete, n, "owners gone")
+		}
 		return ignoreGone(err)
 	default:
 		drop := map[string]bool{}
 		for _, o := range gone {
 			drop[o.UID] = true
 		}
-		return gc.editObject(ctx, n, uid, func(obj Object) bool { return dropOwnerRefs(obj, drop) })
+		changed, err := gc.editObject(ctx, n, uid, func(obj Object) bool { return dropOwnerRefs(obj, drop) })
+		if changed {
+			gc.done(gcActionDropDangling, n, "dangling owner references removed")
+		}
+		return err
 	}
 }
 
@@ -316,11 +340,15 @@ func (gc *garbageCollector) orphan(ctx context.Context, uid string, n *gcNode) e
 		if d == nil {
 			continue
 		}
-		if err := gc.editObject(ctx, d, dep, func(obj Object) bool { return dropOwnerRefs(obj, map[string]bool{uid: true}) }); err != nil {
+		if _, err := gc.editObject(ctx, d, dep, func(obj Object) bool { return dropOwnerRefs(obj, map[string]bool{uid: true}) }); err != nil {
 			return err
 		}
 	}
-	return gc.editObject(ctx, n, uid, func(obj Object) bool { return removeFinalizer(obj, FinalizerOrphan) })
+	changed, err := gc.editObject(ctx, n, uid, func(obj Object) bool { return removeFinalizer(obj, FinalizerOrphan) })
+	if changed {
+		gc.done(gcActionOrphan, n, "dependents orphaned")
+	}
+	return err
 }
 
 // foreground deletes the owner's dependents and removes its finalizer once
@@ -338,7 +366,10 @@ func (gc *garbageCollector) foreground(ctx context.Context, uid string, n *gcNod
 			}
 		}
 		if !d.deleting {
-			if _, err := d.store.Delete(ctx, d.ns, d.name, DeleteOptions{PreconditionUID: dep, PropagationPolicy: PropagationForeground}); ignoreGone(err) != nil {
+			_, err := d.store.Delete(ctx, d.ns, d.name, DeleteOptions{PreconditionUID: dep, PropagationPolicy: PropagationForeground})
+			if err == nil {
+				gc.done(gcActionDelete, d, "owner deleting in the foreground")
+			} else if ignoreGone(err) != nil {
 				return err
 			}
 		}
@@ -346,27 +377,37 @@ func (gc *garbageCollector) foreground(ctx context.Context, uid string, n *gcNod
 	if blocking {
 		return nil // the deletes above bring events that queue the owner again
 	}
-	return gc.editObject(ctx, n, uid, func(obj Object) bool { return removeFinalizer(obj, FinalizerForeground) })
+	changed, err := gc.editObject(ctx, n, uid, func(obj Object) bool { return removeFinalizer(obj, FinalizerForeground) })
+	if changed {
+		gc.done(gcActionForeground, n, "dependents gone, foreground deletion finished")
+	}
+	return err
+}
+
+// done counts and logs one action of the collector.
+func (gc *garbageCollector) done(action string, n *gcNode, what string) {
+	gc.r.metrics.gcAction(action)
+	gc.r.cfg.Logger.Debug("garbage collector: "+what, "action", action, "resource", n.store.res.Resource, "namespace", n.ns, "name", n.name)
 }
 
 // editObject applies edit to the current stored object (checked by uid) and
-// writes it back, retrying on conflicts.
-func (gc *garbageCollector) editObject(ctx context.Context, n *gcNode, uid string, edit func(Object) bool) error {
+// writes it back, retrying on conflicts. It reports whether it wrote.
+func (gc *garbageCollector) editObject(ctx context.Context, n *gcNode, uid string, edit func(Object) bool) (bool, error) {
 	for attempt := 0; attempt < 5; attempt++ {
 		obj, err := n.store.GetObject(ctx, n.ns, n.name)
 		if err != nil {
-			return ignoreGone(err)
+			return false, ignoreGone(err)
 		}
 		if meta.GetUID(obj) != uid || !edit(obj) {
-			return nil
+			return false, nil
 		}
 		_, err = n.store.Update(ctx, n.ns, n.name, obj, WriteOptions{FieldValidation: "Ignore", FieldManager: "kapi-garbage-collector"})
 		if meta.ReasonOf(err) == meta.StatusReasonConflict {
 			continue
 		}
-		return ignoreGone(err)
+		return err == nil, ignoreGone(err)
 	}
-	return errors.New("too many conflicts")
+	return false, errors.New("too many conflicts")
 }
 
 func ignoreGone(err error) error {

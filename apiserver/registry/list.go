@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"strconv"
@@ -59,15 +60,64 @@ func (s *Store) List(ctx context.Context, ns string, opts ListOptions) (*ListRes
 	return s.listWithTypeMeta(ctx, ns, opts, !s.res.Options.OmitItemTypeMeta)
 }
 
+// streamPageSize is the storage page size of a streamed list: only one page
+// of values is held at a time.
+const streamPageSize = 500
+
+// ListStream lists a whole collection (opts.Limit and opts.Continue must be
+// unset) without collecting it: begin is called once with the list's
+// revision before the first item, then emit with each item as it is read
+// from storage. The item slice is reused after emit returns. An error
+// returned before begin was called is the list's own (a Status); after it,
+// the caller has started the response and can only abort it.
+func (s *Store) ListStream(ctx context.Context, ns string, opts ListOptions, begin func(rev int64) error, emit func(item []byte) error) error {
+	if opts.Limit > 0 || opts.Continue != "" {
+		return meta.NewInternalError(errors.New("ListStream: limit and continue are not supported"))
+	}
+	_, err := s.list(ctx, ns, opts, !s.res.Options.OmitItemTypeMeta, &listStream{begin: begin, emit: emit})
+	return err
+}
+
+type listStream struct {
+	begin func(rev int64) error
+	emit  func(item []byte) error
+	begun bool
+	buf   []byte
+}
+
+func (ls *listStream) start(rev int64) error {
+	if ls.begun {
+		return nil
+	}
+	ls.begun = true
+	return ls.begin(rev)
+}
+
 func (s *Store) listWithTypeMeta(ctx context.Context, ns string, opts ListOptions, typeMeta bool) (*ListResult, error) {
+	return s.list(ctx, ns, opts, typeMeta, nil)
+}
+
+// list reads a list; with stream set, items go to it instead of the result.
+func (s *Store) list(ctx context.Context, ns string, opts ListOptions, typeMeta bool, stream *listStream) (*ListResult, error) {
 	prefix := s.listPrefix(ns)
 	rev, start, err := s.listStart(ctx, prefix, opts)
 	if err != nil {
 		return nil, err
 	}
+	first := start // where a continued list resumes
 	if opts.ResourceVersion == "0" && opts.Continue == "" {
 		// "Any": the watch cache's state may serve it (watch.go).
 		if out, ok, err := s.listFromCache(ctx, ns, opts, typeMeta); ok || err != nil {
+			if err == nil && stream != nil {
+				if err := stream.start(out.ResourceVersion); err != nil {
+					return nil, err
+				}
+				for _, it := range out.Items {
+					if err := stream.emit(it); err != nil {
+						return nil, err
+					}
+				}
+			}
 			return out, err
 		}
 	}
@@ -76,6 +126,9 @@ func (s *Store) listWithTypeMeta(ctx context.Context, ns string, opts ListOption
 	st := s.reg.cfg.Storage
 	for {
 		req := storage.ListOptions{Prefix: prefix, StartKey: start, Revision: rev}
+		if stream != nil {
+			req.Limit = streamPageSize
+		}
 		if opts.Limit > 0 {
 			req.Limit = opts.Limit - int64(len(out.Items))
 			if filtered && req.Limit < 64 {
@@ -84,9 +137,18 @@ func (s *Store) listWithTypeMeta(ctx context.Context, ns string, opts ListOption
 		}
 		page, err := st.List(ctx, req)
 		if err != nil {
+			var compacted *storage.CompactedError
+			if opts.Continue != "" && errors.As(err, &compacted) {
+				return nil, continueExpired(first[len(s.prefix):])
+			}
 			return nil, storageError(err, s.res.GroupResource(), "")
 		}
 		rev = page.Revision
+		if stream != nil {
+			if err := stream.start(rev); err != nil {
+				return nil, err
+			}
+		}
 		for i, kv := range page.Items {
 			so, err := parseStored(kv.Value)
 			if err != nil {
@@ -100,6 +162,13 @@ func (s *Store) listWithTypeMeta(ctx context.Context, ns string, opts ListOption
 				if !ok {
 					continue
 				}
+			}
+			if stream != nil {
+				stream.buf = so.appendJSON(stream.buf[:0], kv.Revision, typeMeta)
+				if err := stream.emit(stream.buf); err != nil {
+					return nil, err
+				}
+				continue
 			}
 			out.Items = append(out.Items, so.appendJSON(nil, kv.Revision, typeMeta))
 			if opts.Limit > 0 && int64(len(out.Items)) >= opts.Limit {
@@ -149,6 +218,9 @@ func (s *Store) listStart(ctx context.Context, prefix []byte, opts ListOptions) 
 		if err != nil {
 			return 0, nil, err
 		}
+		if rev == latestContinueRV {
+			rev = 0 // a fresh snapshot: see continueExpired
+		}
 		start = append(append([]byte{}, s.prefix...), rel...)
 		if !bytes.HasPrefix(start, prefix) {
 			return 0, nil, meta.NewBadRequest("continue key is not in the listed collection")
@@ -169,14 +241,15 @@ func (s *Store) listStart(ctx context.Context, prefix []byte, opts ListOptions) 
 	if err != nil {
 		return 0, nil, err
 	}
-	if match == "Exact" || (match == "" && opts.Limit > 0) {
-		return want, nil, nil // a snapshot at exactly that revision
-	}
-	// not older than: the latest state, once the store has reached want.
+	// Either way, a future revision is waited for (then a 504), as
+	// kube-apiserver does for any unrecognised resourceVersion.
 	if err := s.waitForRevision(ctx, want); err != nil {
 		return 0, nil, err
 	}
-	return 0, nil, nil
+	if match == "Exact" || (match == "" && opts.Limit > 0) {
+		return want, nil, nil // a snapshot at exactly that revision
+	}
+	return 0, nil, nil // not older than: the latest state
 }
 
 // matches evaluates the label and field selectors of opts on a stored object.
@@ -299,6 +372,22 @@ type continueToken struct {
 	Start string `json:"start"`
 }
 
+// latestContinueRV is the revision of a continue token that resumes at the
+// latest revision instead of a snapshot (as kube-apiserver's -1).
+const latestContinueRV = -1
+
+// continueExpired is the 410 for a continue token whose snapshot has been
+// compacted away. Like kube-apiserver's, its Status carries a fresh token that
+// resumes from the same key at the latest revision: following it gives an
+// inconsistent but complete remainder.
+func continueExpired(relKey []byte) error {
+	se := meta.NewGone("The provided continue parameter is too old to display a consistent list result. " +
+		"You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. " +
+		"Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+	se.Status.Continue = encodeContinue(latestContinueRV, relKey)
+	return se
+}
+
 func encodeContinue(rev int64, relKey []byte) string {
 	payload, _ := json.Marshal(continueToken{V: 1, RV: rev, Start: string(relKey)})
 	sum := crc32.ChecksumIEEE(payload)
@@ -316,7 +405,7 @@ func decodeContinue(tok string) (int64, []byte, error) {
 		return 0, nil, bad
 	}
 	var ct continueToken
-	if err := json.Unmarshal(payload, &ct); err != nil || ct.V != 1 || ct.RV <= 0 {
+	if err := json.Unmarshal(payload, &ct); err != nil || ct.V != 1 || (ct.RV <= 0 && ct.RV != latestContinueRV) {
 		return 0, nil, bad
 	}
 	return ct.RV, []byte(ct.Start), nil

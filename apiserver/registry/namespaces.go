@@ -126,10 +126,14 @@ func (r *Registry) finalizeNamespaces(ctx context.Context) (bool, error) {
 		if fins == nil {
 			body["spec"] = map[string]any{}
 		}
-		if _, err := nsStore.Update(ctx, "", ns.Metadata.Name, body, WriteOptions{Subresource: "finalize", FieldManager: "kapi-namespace-controller"}); err != nil &&
-			meta.ReasonOf(err) != meta.StatusReasonNotFound {
+		_, err = nsStore.Update(ctx, "", ns.Metadata.Name, body, WriteOptions{Subresource: "finalize", FieldManager: "kapi-namespace-controller"})
+		if meta.ReasonOf(err) == meta.StatusReasonNotFound {
+			continue
+		}
+		if err != nil {
 			return pending, err
 		}
+		r.metrics.namespaceDone()
 		r.cfg.Logger.Info("namespace emptied and finalized", "namespace", ns.Metadata.Name)
 	}
 	return pending, nil

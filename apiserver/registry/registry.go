@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/storage"
 	"github.com/kapi-dev/kapi/watch"
@@ -47,12 +49,21 @@ type Config struct {
 	// Watch tunes the watch caches (one per type, started by the first
 	// watch or resourceVersion=0 read). The zero value is the default.
 	Watch watch.Settings
+	// Metrics, when set, is where the controllers register their Prometheus
+	// metrics (kapi_garbage_collector_actions_total,
+	// kapi_garbage_collector_graph_objects,
+	// kapi_namespace_controller_namespaces_finalized_total).
+	Metrics prometheus.Registerer
 }
 
 // Registry is the live set of resource types an API serves. It is safe for
 // concurrent use; types may be added, replaced and removed at any time.
 type Registry struct {
-	cfg Config
+	cfg     Config
+	metrics *controllerMetrics // nil without Config.Metrics
+	// typesChanged is signalled (without blocking) after every Register and
+	// Unregister; the garbage collector rebuilds its graph then.
+	typesChanged chan struct{}
 
 	mu        sync.RWMutex
 	stores    map[meta.GroupVersionResource]*Store
@@ -89,7 +100,21 @@ func New(cfg Config) (*Registry, error) {
 	if cfg.MaxObjectSize <= 0 {
 		cfg.MaxObjectSize = 3 << 19
 	}
-	return &Registry{cfg: cfg, stores: map[meta.GroupVersionResource]*Store{}}, nil
+	var m *controllerMetrics
+	if cfg.Metrics != nil {
+		var err error
+		if m, err = newControllerMetrics(cfg.Metrics); err != nil {
+			return nil, fmt.Errorf("registry: registering metrics: %w", err)
+		}
+	}
+	r := &Registry{cfg: cfg, metrics: m, stores: map[meta.GroupVersionResource]*Store{}, typesChanged: make(chan struct{}, 1)}
+	r.listeners = append(r.listeners, func() {
+		select {
+		case r.typesChanged <- struct{}{}:
+		default:
+		}
+	})
+	return r, nil
 }
 
 // Register adds a resource type, or replaces the registration with the same

@@ -64,7 +64,13 @@ func (s *Store) UpdateScale(ctx context.Context, ns, name string, scale Object, 
 	if k, _ := scale["kind"].(string); k != "" && k != "Scale" {
 		return nil, meta.NewBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (Scale)", k))
 	}
-	replicas, ok := meta.AsInt64(nestedValue(scale, "spec", "replicas"))
+	// autoscaling/v1 omits replicas when zero (kubectl scale --replicas=0
+	// sends "spec":{}): absent means 0, as kube-apiserver decodes it.
+	raw := nestedValue(scale, "spec", "replicas")
+	replicas, ok := meta.AsInt64(raw)
+	if raw == nil {
+		replicas, ok = 0, true
+	}
 	if !ok {
 		return nil, meta.NewInvalid(ScaleGroupVersionKind, name, meta.ErrorList{meta.Required(meta.NewPath("spec", "replicas"), "must be an integer")})
 	}

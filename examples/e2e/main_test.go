@@ -136,9 +136,10 @@ type server struct {
 
 // serverOptions select how startServer runs the quickstart.
 type serverOptions struct {
-	dataDir  string // default: a fresh t.TempDir()
-	onDisk   bool   // without --in-memory: Badger in dataDir
-	insecure bool   // --insecure-http: plain HTTP, no authentication
+	dataDir  string   // default: a fresh t.TempDir()
+	onDisk   bool     // without --in-memory: Badger in dataDir
+	insecure bool     // --insecure-http: plain HTTP, no authentication
+	args     []string // more quickstart flags
 }
 
 // startServer starts an in-memory quickstart server with its defaults (HTTPS,
@@ -193,6 +194,7 @@ func launch(t *testing.T, opts serverOptions) (*server, error) {
 	if opts.insecure {
 		args = append(args, "--insecure-http")
 	}
+	args = append(args, opts.args...)
 	s.cmd = exec.Command(quickstartBin, args...)
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	setProcAttr(s.cmd)

@@ -58,6 +58,8 @@ func run() error {
 	etcdCA := flag.String("etcd-cafile", "", "CA certificates that sign etcd's server certificates (default: the system's)")
 	etcdCert := flag.String("etcd-certfile", "", "client certificate for etcd (with --etcd-keyfile)")
 	etcdKey := flag.String("etcd-keyfile", "", "client key for etcd")
+	auditLog := flag.String("audit-log", "", "append an audit record per request to this file, as JSON lines")
+	shutdownTimeout := flag.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long in-flight requests may take to finish before they are cut off (watches end at once)")
 	flag.Parse()
 
 	var level slog.Level
@@ -117,6 +119,24 @@ func run() error {
 			return err
 		}
 	}
+	if *auditLog != "" {
+		f, err := os.OpenFile(*auditLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return fmt.Errorf("--audit-log: %w", err)
+		}
+		defer f.Close()
+		sink := apiserver.NewJSONLinesAuditSink(f)
+		defer func() {
+			// After the server has stopped: the last records are written.
+			if err := sink.Close(); err != nil {
+				logger.Error("writing the audit log", "err", err)
+			}
+			if n := sink.Dropped(); n > 0 {
+				logger.Warn("audit records dropped (the audit log was too slow)", "count", n)
+			}
+		}()
+		cfg.Audit = sink
+	}
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg.Metrics = metrics
@@ -142,12 +162,17 @@ func run() error {
 	if err := writeKubeconfig(kubeconfig, addr, creds); err != nil {
 		return err
 	}
-	// Requests (watches included) end when the server is asked to stop.
 	// /metrics is served beside the API, to the same users.
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", authenticated(cfg, promhttp.HandlerFor(metrics, promhttp.HandlerOpts{})))
 	mux.Handle("/", api)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	// Request contexts end only when a graceful shutdown runs out of time.
+	base, abort := context.WithCancel(context.Background())
+	defer abort()
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return base }}
+	// Shutdown ends open watches (clients watch again, elsewhere or after
+	// the restart); it waits for other requests.
+	srv.RegisterOnShutdown(api.EndWatches)
 	logger.Info("listening", "addr", addr, "kubeconfig", kubeconfig)
 	errc := make(chan error, 1)
 	if tlsConfig != nil {
@@ -161,10 +186,20 @@ func run() error {
 		return err
 	case <-ctx.Done():
 	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// Graceful shutdown: stop accepting connections, end watches, let the
+	// requests in flight finish within --shutdown-timeout, then cut off
+	// what is left. A second signal kills the process at once.
+	stop()
+	logger.Info("shutting down", "timeout", *shutdownTimeout)
+	shutdown, cancel := context.WithTimeout(context.Background(), *shutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
+	if err := srv.Shutdown(shutdown); err != nil {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		logger.Warn("requests still in flight after the shutdown timeout; aborting them")
+		abort()
+		_ = srv.Close()
 	}
 	return nil
 }

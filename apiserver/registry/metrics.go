@@ -1,0 +1,67 @@
+package registry
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Garbage collector actions, the values of the action label of
+// kapi_garbage_collector_actions_total.
+const (
+	gcActionDelete       = "delete"        // an object was deleted: its owners are all gone, or one is deleting in the foreground
+	gcActionDropDangling = "drop_dangling" // references to gone owners were removed from an object that keeps others
+	gcActionOrphan       = "orphan"        // an owner's dependents were released and its orphan finalizer removed
+	gcActionForeground   = "foreground"    // an owner's dependents went and its foregroundDeletion finalizer was removed
+)
+
+// controllerMetrics are the in-process controllers' Prometheus metrics. A
+// nil *controllerMetrics records nothing.
+type controllerMetrics struct {
+	gcActions          *prometheus.CounterVec
+	gcGraphObjects     prometheus.Gauge
+	namespaceFinalized prometheus.Counter
+}
+
+func newControllerMetrics(reg prometheus.Registerer) (*controllerMetrics, error) {
+	m := &controllerMetrics{
+		gcActions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kapi_garbage_collector_actions_total",
+			Help: "Writes made by the garbage collector, by action (delete, drop_dangling, orphan, foreground).",
+		}, []string{"action"}),
+		gcGraphObjects: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "kapi_garbage_collector_graph_objects",
+			Help: "Number of objects in the garbage collector's graph.",
+		}),
+		namespaceFinalized: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kapi_namespace_controller_namespaces_finalized_total",
+			Help: "Number of terminating namespaces the namespace controller emptied and finalized.",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.gcActions, m.gcGraphObjects, m.namespaceFinalized} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	// Every action is exported from the start, at zero.
+	for _, a := range []string{gcActionDelete, gcActionDropDangling, gcActionOrphan, gcActionForeground} {
+		m.gcActions.WithLabelValues(a)
+	}
+	return m, nil
+}
+
+func (m *controllerMetrics) gcAction(action string) {
+	if m != nil {
+		m.gcActions.WithLabelValues(action).Inc()
+	}
+}
+
+func (m *controllerMetrics) gcGraph(n int) {
+	if m != nil {
+		m.gcGraphObjects.Set(float64(n))
+	}
+}
+
+func (m *controllerMetrics) namespaceDone() {
+	if m != nil {
+		m.namespaceFinalized.Inc()
+	}
+}
