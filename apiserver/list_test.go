@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"encoding/base64"
 	"fmt"
 	"net/url"
 	"strings"
@@ -74,6 +75,9 @@ func TestListPagingAndSelectors(t *testing.T) {
 	// Malformed and forged continue tokens are 400s.
 	do(t, ts, "GET", cmPath+"?limit=2&continue=garbage", "").status(t, 400, meta.StatusReasonBadRequest)
 	do(t, ts, "GET", cmPath+"?limit=2&continue="+url.QueryEscape(str(page1, "metadata", "continue"))+"x", "").status(t, 400, meta.StatusReasonBadRequest)
+	// A token forged with a valid payload but no valid signature is refused.
+	forged := base64.RawURLEncoding.EncodeToString([]byte(`{"v":1,"rv":1,"start":"other/"}`)) + "." + base64.RawURLEncoding.EncodeToString(make([]byte, 16))
+	do(t, ts, "GET", cmPath+"?limit=2&continue="+url.QueryEscape(forged), "").status(t, 400, meta.StatusReasonBadRequest)
 	// A token from one namespace cannot read another.
 	do(t, ts, "GET", "/api/v1/namespaces/other/configmaps?limit=2&continue="+url.QueryEscape(str(page1, "metadata", "continue")), "").status(t, 400, meta.StatusReasonBadRequest)
 

@@ -3,11 +3,12 @@ package registry
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"strconv"
 	"strings"
 
@@ -139,7 +140,7 @@ func (s *Store) list(ctx context.Context, ns string, opts ListOptions, typeMeta 
 		if err != nil {
 			var compacted *storage.CompactedError
 			if opts.Continue != "" && errors.As(err, &compacted) {
-				return nil, continueExpired(first[len(s.prefix):])
+				return nil, s.continueExpired(first[len(s.prefix):])
 			}
 			return nil, storageError(err, s.res.GroupResource(), "")
 		}
@@ -175,7 +176,7 @@ func (s *Store) list(ctx context.Context, ns string, opts ListOptions, typeMeta 
 				more := i < len(page.Items)-1 || page.More
 				if more {
 					next := append(append([]byte{}, kv.Key...), 0)
-					out.Continue = encodeContinue(rev, next[len(s.prefix):])
+					out.Continue = s.reg.encodeContinue(rev, next[len(s.prefix):])
 					if !filtered {
 						remaining := int64(len(page.Items)-1-i) + max(page.Remaining, 0)
 						if page.Remaining >= 0 {
@@ -214,7 +215,7 @@ func (s *Store) listStart(ctx context.Context, prefix []byte, opts ListOptions) 
 		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
 			return 0, nil, meta.NewBadRequest("specifying resource version is not allowed when using continue")
 		}
-		rev, rel, err := decodeContinue(opts.Continue)
+		rev, rel, err := s.reg.decodeContinue(opts.Continue)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -362,10 +363,12 @@ func scalarString(v any) string {
 	return string(b)
 }
 
-// Continue tokens are base64url(JSON{"v":1,"rv":N,"start":K}) + "." + a CRC-32
-// of the payload: opaque, versioned and checked, so that a mangled token is a
-// 400 and never a read outside the collection (K is relative to the type's
-// key prefix and is verified against the listed prefix).
+// Continue tokens are base64url(JSON{"v":1,"rv":N,"start":K}) + "." +
+// base64url(HMAC-SHA256(payload)[:16]) under a random key kept in storage (so
+// every instance over one store shares it and tokens survive restarts):
+// opaque, versioned and tamper-evident, so that a mangled or forged token is
+// a 400; K is relative to the type's key prefix and is checked against the
+// listed prefix, so no token reads outside its collection.
 type continueToken struct {
 	V     int    `json:"v"`
 	RV    int64  `json:"rv"`
@@ -380,28 +383,39 @@ const latestContinueRV = -1
 // compacted away. Like kube-apiserver's, its Status carries a fresh token that
 // resumes from the same key at the latest revision: following it gives an
 // inconsistent but complete remainder.
-func continueExpired(relKey []byte) error {
+func (s *Store) continueExpired(relKey []byte) error {
 	se := meta.NewGone("The provided continue parameter is too old to display a consistent list result. " +
 		"You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. " +
 		"Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
-	se.Status.Continue = encodeContinue(latestContinueRV, relKey)
+	se.Status.Continue = s.reg.encodeContinue(latestContinueRV, relKey)
 	return se
 }
 
-func encodeContinue(rev int64, relKey []byte) string {
+func (r *Registry) encodeContinue(rev int64, relKey []byte) string {
 	payload, _ := json.Marshal(continueToken{V: 1, RV: rev, Start: string(relKey)})
-	sum := crc32.ChecksumIEEE(payload)
-	return base64.RawURLEncoding.EncodeToString(payload) + "." + fmt.Sprintf("%08x", sum)
+	return base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(r.continueMAC(payload))
 }
 
-func decodeContinue(tok string) (int64, []byte, error) {
+// continueMAC signs a continue token's payload with the store's continue key
+// (HMAC-SHA256, truncated to 128 bits).
+func (r *Registry) continueMAC(payload []byte) []byte {
+	mac := hmac.New(sha256.New, r.continueKey)
+	mac.Write(payload)
+	return mac.Sum(nil)[:16]
+}
+
+func (r *Registry) decodeContinue(tok string) (int64, []byte, error) {
 	bad := meta.NewBadRequest("continue key is not valid: the token is malformed")
 	dot := strings.LastIndexByte(tok, '.')
 	if dot < 0 {
 		return 0, nil, bad
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(tok[:dot])
-	if err != nil || fmt.Sprintf("%08x", crc32.ChecksumIEEE(payload)) != tok[dot+1:] {
+	if err != nil {
+		return 0, nil, bad
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(tok[dot+1:])
+	if err != nil || !hmac.Equal(sig, r.continueMAC(payload)) {
 		return 0, nil, bad
 	}
 	var ct continueToken

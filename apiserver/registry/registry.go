@@ -3,6 +3,7 @@ package registry
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -64,6 +65,9 @@ type Registry struct {
 	// typesChanged is signalled (without blocking) after every Register and
 	// Unregister; the garbage collector rebuilds its graph then.
 	typesChanged chan struct{}
+	// continueKey signs continue tokens; it lives in storage so that every
+	// instance over one store shares it.
+	continueKey []byte
 
 	mu        sync.RWMutex
 	stores    map[meta.GroupVersionResource]*Store
@@ -114,7 +118,42 @@ func New(cfg Config) (*Registry, error) {
 		default:
 		}
 	})
+	if err := r.loadContinueKey(); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// continueKeyName is where, under the key prefix, the continue-token key is
+// kept.
+const continueKeyName = "_kapi/continue-key"
+
+// loadContinueKey reads the continue-token signing key from storage,
+// creating a random one the first time.
+func (r *Registry) loadContinueKey() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	key := []byte(r.cfg.KeyPrefix + continueKeyName)
+	for {
+		kv, err := r.cfg.Storage.Get(ctx, key, 0)
+		if err == nil {
+			if len(kv.Value) < 32 {
+				return fmt.Errorf("registry: the continue-token key in storage is corrupt")
+			}
+			r.continueKey = kv.Value
+			return nil
+		}
+		if !errors.Is(err, storage.ErrNotFound) {
+			return fmt.Errorf("registry: reading the continue-token key: %w", err)
+		}
+		secret := make([]byte, 32)
+		if _, err := rand.Read(secret); err != nil {
+			return err
+		}
+		if _, err := r.cfg.Storage.Create(ctx, key, secret); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
+			return fmt.Errorf("registry: creating the continue-token key: %w", err)
+		}
+	}
 }
 
 // Register adds a resource type, or replaces the registration with the same

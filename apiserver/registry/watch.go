@@ -320,7 +320,7 @@ func (s *Store) listFromCache(ctx context.Context, ns string, opts ListOptions, 
 		if opts.Limit > 0 && int64(len(out.Items)) >= opts.Limit {
 			if i < len(objs)-1 {
 				next := append(bytes.Clone(o.Key), 0)
-				out.Continue = encodeContinue(rev, next[len(s.prefix):])
+				out.Continue = s.reg.encodeContinue(rev, next[len(s.prefix):])
 				if filter == nil {
 					remaining := int64(len(objs) - 1 - i)
 					out.RemainingItemCount = &remaining

@@ -55,6 +55,8 @@ func widgets() (registry.Resource, error) {
 				LabelSelectorPath:  ".status.selector",
 			},
 		},
+		// kubectl get widgets --field-selector spec.color=red
+		SelectableFields: []string{".spec.color", ".status.phase"},
 		PrinterColumns: []registry.Column{
 			{Name: "Size", Type: "integer", JSONPath: ".spec.size"},
 			{Name: "Color", Type: "string", JSONPath: ".spec.color"},
