@@ -15,10 +15,8 @@ import (
 // the window and from etcd's history, consistent starts, progress-driven
 // bookmarks and 410 after compaction.
 func TestCacheOnEtcd(t *testing.T) {
-	if !etcdtest.Available("") {
-		// Building etcd takes minutes; storage/etcd's tests build it.
-		t.Skip("no etcd binary built yet (see storage/etcd/etcdtest)")
-	}
+	// Start builds etcd when it is not cached yet (once, under a file lock
+	// shared with storage/etcd's tests).
 	srv := etcdtest.Start(t, etcdtest.Options{})
 	st, err := etcd.Open(context.Background(), etcd.Options{Endpoints: srv.Endpoints(), Prefix: "/watchtest/", CompactionInterval: -1})
 	if err != nil {
