@@ -175,18 +175,8 @@ func (s *Store) waitForRevision(ctx context.Context, rv int64) error {
 func (s *Store) Create(ctx context.Context, ns string, obj Object, opts WriteOptions) (*Result, error) {
 	res := s.res
 	gr := res.GroupResource()
-	if err := s.checkTypeMeta(obj); err != nil {
-		return nil, err
-	}
-	if _, err := metadataOf(obj); err != nil {
-		return nil, err
-	}
-	warnings, err := s.pruneAndDefault(obj, opts)
+	md, warnings, err := s.prepareBody(obj, ns, opts)
 	if err != nil {
-		return nil, err
-	}
-	md := obj["metadata"].(map[string]any)
-	if err := s.checkNamespace(md, ns); err != nil {
 		return nil, err
 	}
 	name, _ := md["name"].(string)
@@ -266,18 +256,8 @@ func (s *Store) Create(ctx context.Context, ns string, obj Object, opts WriteOpt
 func (s *Store) Update(ctx context.Context, ns, name string, obj Object, opts WriteOptions) (*Result, error) {
 	res := s.res
 	gr := res.GroupResource()
-	if err := s.checkTypeMeta(obj); err != nil {
-		return nil, err
-	}
-	if _, err := metadataOf(obj); err != nil {
-		return nil, err
-	}
-	warnings, err := s.pruneAndDefault(obj, opts)
+	md, warnings, err := s.prepareBody(obj, ns, opts)
 	if err != nil {
-		return nil, err
-	}
-	md := obj["metadata"].(map[string]any)
-	if err := s.checkNamespace(md, ns); err != nil {
 		return nil, err
 	}
 	if bodyName, _ := md["name"].(string); bodyName != name {
@@ -440,6 +420,28 @@ func (s *Store) prepareUpdate(obj, old Object) {
 	if !s.res.Options.NoGeneration && !equalIgnoring(obj, old, "metadata", "status") {
 		md["generation"] = meta.GetGeneration(old) + 1
 	}
+}
+
+// prepareBody is the first step of every create and update: it checks the
+// body's kind, apiVersion and namespace, prunes unknown fields (returning the
+// field-validation warnings) and applies schema defaults. It returns the
+// body's metadata.
+func (s *Store) prepareBody(obj Object, ns string, opts WriteOptions) (map[string]any, []string, error) {
+	if err := s.checkTypeMeta(obj); err != nil {
+		return nil, nil, err
+	}
+	if _, err := metadataOf(obj); err != nil {
+		return nil, nil, err
+	}
+	warnings, err := s.pruneAndDefault(obj, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	md := obj["metadata"].(map[string]any)
+	if err := s.checkNamespace(md, ns); err != nil {
+		return nil, nil, err
+	}
+	return md, warnings, nil
 }
 
 // checkTypeMeta verifies kind and apiVersion of a request body and fills them

@@ -1,16 +1,11 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"mime"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -370,54 +365,7 @@ func TestKubectlWatchConfigMaps(t *testing.T) {
 	if _, err := cms.Create(ctx, configMap(t, "cw", "first"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(wctx, kubectlBin, "--kubeconfig", s.Kubeconfig, "--cache-dir", filepath.Join(s.kubectlHome, "cache"),
-		"get", "configmaps", "-n", "cw", "-w")
-	cmd.Env = append(os.Environ(), "KUBECONFIG=", "HOME="+s.kubectlHome)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cancel()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("kubectl stderr:\n%s", stderr.String())
-		}
-	}()
-	lines := make(chan string, 100)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-	expect := func(re string) {
-		t.Helper()
-		rx := regexp.MustCompile(re)
-		timeout := time.After(60 * time.Second)
-		for {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					t.Fatalf("kubectl ended before printing a line matching %q", re)
-				}
-				if rx.MatchString(l) {
-					return
-				}
-				t.Logf("kubectl: %s", l)
-			case <-timeout:
-				t.Fatalf("kubectl printed no line matching %q within 60s", re)
-			}
-		}
-	}
+	expect := kubectlStream(t, s, "get", "configmaps", "-n", "cw", "-w")
 	expect(`^NAME\s+DATA\s+AGE$`)
 	expect(`^first\s+2\s+\d+s$`)
 	second := configMap(t, "cw", "second")

@@ -1,14 +1,9 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -361,54 +356,7 @@ func TestWatchKubectl(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, kubectlBin, "--kubeconfig", s.Kubeconfig, "--cache-dir", filepath.Join(s.kubectlHome, "cache"),
-		"get", "widgets", "-n", "kw", "--watch", "--output-watch-events")
-	cmd.Env = append(os.Environ(), "KUBECONFIG=", "HOME="+s.kubectlHome)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cancel()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("kubectl stderr:\n%s", stderr.String())
-		}
-	}()
-	lines := make(chan string, 100)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-	expect := func(re string) {
-		t.Helper()
-		rx := regexp.MustCompile(re)
-		timeout := time.After(60 * time.Second)
-		for {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					t.Fatalf("kubectl ended before printing a line matching %q", re)
-				}
-				if rx.MatchString(l) {
-					return
-				}
-				t.Logf("kubectl: %s", l)
-			case <-timeout:
-				t.Fatalf("kubectl printed no line matching %q within 60s", re)
-			}
-		}
-	}
+	expect := kubectlStream(t, s, "get", "widgets", "-n", "kw", "--watch", "--output-watch-events")
 	expect(`^EVENT\s+NAME\s+SIZE\s+COLOR`)
 	expect(`^ADDED\s+first\s+1\s+red\b`)
 	w, err := wds.Create(t.Context(), widget(t, "kw", "second", 2), metav1.CreateOptions{})
