@@ -110,15 +110,19 @@ func TestControllerMetrics(t *testing.T) {
 		eventually(t, what, func() bool { return value(name, labels...) >= want })
 	}
 
-	// The graph holds every object: three more configmaps show.
-	eventually(t, "the graph gauge to count the default namespace", func() bool {
-		return value("kapi_garbage_collector_graph_objects") >= 1
-	})
+	// The graph holds only objects with owners (or being deleted): plain
+	// configmaps leave it as it is, dependents show.
+	atLeast("the collector's first sync", 1, "kapi_garbage_collector_syncs_total")
 	g0 := value("kapi_garbage_collector_graph_objects")
 	for i := 0; i < 3; i++ {
 		do(t, ts, "POST", cmPath, fmt.Sprintf(`{"metadata":{"name":"plain%d"}}`, i))
 	}
-	atLeast("the graph gauge to grow by 3", g0+3, "kapi_garbage_collector_graph_objects")
+	keep := owner("keep")
+	dependent("kept-dep", ref("keep", keep))
+	atLeast("the graph gauge to count the dependent", g0+1, "kapi_garbage_collector_graph_objects")
+	if g := value("kapi_garbage_collector_graph_objects"); g != g0+1 {
+		t.Fatalf("graph objects = %v, want %v: plain objects are not in the graph", g, g0+1)
+	}
 
 	// Background: the dependent is deleted.
 	uid := owner("bg")
@@ -173,7 +177,7 @@ func TestForegroundDeletionResumesAfterRestart(t *testing.T) {
 			// Let the collector build its graph before the types are
 			// registered: it must take them in when they come.
 			eventually(t, "the garbage collector's first graph", func() bool {
-				v, _ := gatheredValue(t, reg, "kapi_garbage_collector_graph_objects")
+				v, _ := gatheredValue(t, reg, "kapi_garbage_collector_syncs_total")
 				return v >= 1
 			})
 		}

@@ -15,7 +15,8 @@ import (
 	"github.com/kapi-dev/kapi/codec"
 )
 
-// Verbs every stored resource serves, and those of its status subresource.
+// Verbs every stored resource serves, and those of its status subresource
+// (a virtual type and a custom subresource list the verbs they serve).
 var (
 	resourceVerbs = []string{"create", "delete", "get", "list", "patch", "update", "watch"}
 	statusVerbs   = []string{"get", "patch", "update"}
@@ -46,6 +47,7 @@ type documents struct {
 	openAPIV3      map[string][]byte // "api/v1", "apis/g/v" -> document
 	openAPIV3Index []byte
 	openAPIV2      []byte
+	openAPIV2Forms openAPIV2Forms // its ETag and protobuf form, on first use (openapi_proto.go)
 }
 
 type groupInfo struct {
@@ -141,20 +143,9 @@ func storageVersionHash(r *registry.Resource) string {
 	return base64.StdEncoding.EncodeToString(sum[:8])
 }
 
-// ssarResource describes authorization.k8s.io/v1 selfsubjectaccessreviews,
-// which the server itself serves (create only) from its authorizer.
-func ssarResource() *registry.Resource {
-	return &registry.Resource{Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectaccessreviews",
-		Singular: "selfsubjectaccessreview", Kind: "SelfSubjectAccessReview", ListKind: "SelfSubjectAccessReviewList"}
-}
-
-func isSSAR(r *registry.Resource) bool {
-	return r.Group == "authorization.k8s.io" && r.Resource == "selfsubjectaccessreviews"
-}
-
 func verbsOf(r *registry.Resource) []string {
-	if isSSAR(r) {
-		return []string{"create"}
+	if r.Virtual != nil {
+		return r.Virtual.Verbs()
 	}
 	verbs := append([]string{}, resourceVerbs...)
 	if r.Resource != "namespaces" {
@@ -166,8 +157,6 @@ func verbsOf(r *registry.Resource) []string {
 
 func buildDocuments(resources []*registry.Resource) *documents {
 	d := &documents{resourceLists: map[string][]byte{}, groupDocs: map[string][]byte{}}
-	stored := resources
-	resources = append(append([]*registry.Resource{}, resources...), ssarResource())
 	byGV := map[string][]*registry.Resource{}
 	var gvOrder []meta.GroupVersion
 	for _, r := range resources {
@@ -210,7 +199,7 @@ func buildDocuments(resources []*registry.Resource) *documents {
 					Name: r.Resource, SingularName: r.Singular, Namespaced: r.Namespaced, Kind: r.Kind,
 					Verbs: verbsOf(r), ShortNames: r.ShortNames, Categories: r.Categories,
 				}
-				if !isSSAR(r) {
+				if r.Virtual == nil {
 					ar.StorageVersionHash = storageVersionHash(r)
 				}
 				legacy = append(legacy, ar)
@@ -231,6 +220,17 @@ func buildDocuments(resources []*registry.Resource) *documents {
 					legacy = append(legacy, apiResource{Name: r.Resource + "/scale", Namespaced: r.Namespaced, Group: "autoscaling", Version: "v1", Kind: "Scale", Verbs: statusVerbs})
 					dr.Subresources = append(dr.Subresources, discoverySubresource{Subresource: "scale",
 						ResponseKind: gvk{Group: "autoscaling", Version: "v1", Kind: "Scale"}, Verbs: statusVerbs})
+				}
+				for _, name := range r.Subresources.CustomNames() {
+					sr := r.Subresources.Custom[name]
+					legacy = append(legacy, apiResource{Name: r.Resource + "/" + name, Namespaced: r.Namespaced,
+						Group: sr.Kind.Group, Version: sr.Kind.Version, Kind: sr.Kind.Kind, Verbs: sr.Verbs()})
+					if sr.Kind.Group == r.Group && sr.Kind.Version == r.Version {
+						// Same group version: left out, as kube-apiserver does.
+						legacy[len(legacy)-1].Group, legacy[len(legacy)-1].Version = "", ""
+					}
+					dr.Subresources = append(dr.Subresources, discoverySubresource{Subresource: name,
+						ResponseKind: gvk{Group: sr.Kind.Group, Version: sr.Kind.Version, Kind: sr.Kind.Kind}, Verbs: sr.Verbs()})
 				}
 				dv.Resources = append(dv.Resources, dr)
 			}
@@ -268,11 +268,7 @@ func buildDocuments(resources []*registry.Resource) *documents {
 		groupList = []apiGroup{}
 	}
 	d.groupList, _ = json.Marshal(map[string]any{"kind": "APIGroupList", "apiVersion": "v1", "groups": groupList})
-	storedByGV := map[string][]*registry.Resource{}
-	for _, r := range stored {
-		storedByGV[r.GroupVersion().String()] = append(storedByGV[r.GroupVersion().String()], r)
-	}
-	d.buildOpenAPI(stored, storedByGV)
+	d.buildOpenAPI(resources, byGV)
 	return d
 }
 

@@ -166,8 +166,17 @@ type watchStream struct {
 
 func startWatch(t testing.TB, ts *httptest.Server, path string) *watchStream {
 	t.Helper()
+	return startWatchAs(t, ts, path, "")
+}
+
+// startWatchAs starts a watch with a bearer token ("" for none).
+func startWatchAs(t testing.TB, ts *httptest.Server, path, token string) *watchStream {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+path, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := ts.Client().Do(req)
 	if err != nil {
 		cancel()

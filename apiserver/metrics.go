@@ -71,7 +71,7 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 		if existing, ok := r.Context().Value(auditInfoKey{}).(*requestInfo); ok {
 			info, ctx = existing, r.Context()
 		}
-		long := isLongRunning(r)
+		long := s.isLongRunning(r)
 		kind := "readOnly"
 		switch r.Method {
 		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
@@ -145,7 +145,7 @@ func (s *Server) countObjects(ctx context.Context) {
 	for {
 		for _, r := range s.reg.Resources() {
 			st, ok := s.reg.Store(r.GroupVersionResource())
-			if !ok {
+			if !ok || r.Virtual != nil {
 				continue
 			}
 			if n, err := st.Count(ctx); err == nil {

@@ -17,7 +17,8 @@ import (
 // OpenAPI documents are generated from the registered schemas: one OpenAPI
 // v3 document per group version (/openapi/v3/apis/GROUP/VERSION, core at
 // /openapi/v3/api/v1) with an index at /openapi/v3, and one Swagger 2.0
-// document of everything at /openapi/v2. Operations carry the
+// document of everything at /openapi/v2, as JSON or as the gnostic
+// protobuf message kubectl reads (openapi_proto.go). Operations carry the
 // x-kubernetes-action and x-kubernetes-group-version-kind extensions and the
 // query parameters kubectl probes for (fieldValidation, dryRun).
 
@@ -314,6 +315,9 @@ func opName(r *registry.Resource, namespaced bool) string {
 
 // paths builds the path items of one resource.
 func (b opBuilder) paths(r *registry.Resource) map[string]any {
+	if r.Virtual != nil {
+		return b.virtualPaths(r)
+	}
 	kind := gvk{Group: r.Group, Version: r.Version, Kind: r.Kind}
 	def := definitionName(r.Group, r.Version, r.Kind)
 	listDef := definitionName(r.Group, r.Version, r.ListKind)
@@ -379,6 +383,9 @@ func (b opBuilder) paths(r *registry.Resource) map[string]any {
 			"parameters": []any{b.param(prettyParam, "query")},
 		}
 	}
+	for _, sub := range r.Subresources.CustomNames() {
+		out[item+"/"+sub] = b.customSubresourcePath(r, sub, name, scopeParams(true))
+	}
 	if r.Subresources.Status {
 		out[item+"/status"] = map[string]any{
 			"get": b.op("read"+name+"Status", "read status of the specified "+r.Kind, "get", kind, nil, "", nil,
@@ -402,9 +409,6 @@ func (d *documents) buildOpenAPI(resources []*registry.Resource, byGV map[string
 	for _, g := range d.groups {
 		for _, v := range g.versions {
 			gv := meta.GroupVersion{Group: g.name, Version: v}
-			if len(byGV[gv.String()]) == 0 {
-				continue // served by the server itself, not from a schema
-			}
 			paths := map[string]any{}
 			schemas := metaDefinitions(v3.ref)
 			for _, r := range byGV[gv.String()] {
@@ -412,7 +416,12 @@ func (d *documents) buildOpenAPI(resources []*registry.Resource, byGV map[string
 					paths[p] = item
 				}
 				schemas[definitionName(r.Group, r.Version, r.Kind)] = schemaMap(r, v3.ref, true)
-				schemas[definitionName(r.Group, r.Version, r.ListKind)] = listSchema(r, v3.ref)
+				if r.Virtual == nil || r.Virtual.List != nil {
+					schemas[definitionName(r.Group, r.Version, r.ListKind)] = listSchema(r, v3.ref)
+				}
+				for n, def := range subresourceDefinitions(r, true, v3.ref) {
+					schemas[n] = def
+				}
 			}
 			doc, _ := json.Marshal(map[string]any{
 				"openapi": "3.0.0", "info": info, "paths": paths,
@@ -437,7 +446,12 @@ func (d *documents) buildOpenAPI(resources []*registry.Resource, byGV map[string
 			paths[p] = item
 		}
 		defs[definitionName(r.Group, r.Version, r.Kind)] = schemaMap(r, v2.ref, false)
-		defs[definitionName(r.Group, r.Version, r.ListKind)] = listSchema(r, v2.ref)
+		if r.Virtual == nil || r.Virtual.List != nil {
+			defs[definitionName(r.Group, r.Version, r.ListKind)] = listSchema(r, v2.ref)
+		}
+		for n, def := range subresourceDefinitions(r, false, v2.ref) {
+			defs[n] = def
+		}
 	}
 	d.openAPIV2, _ = json.Marshal(map[string]any{"swagger": "2.0", "info": info, "paths": paths, "definitions": defs})
 }
@@ -458,8 +472,96 @@ func (s *Server) serveOpenAPIV3(w http.ResponseWriter, r *http.Request) {
 	s.writeRaw(w, r, http.StatusOK, doc)
 }
 
-// serveOpenAPIV2 serves the Swagger 2.0 document as JSON. Clients that ask
-// only for the protobuf form get a 406 and fall back.
-func (s *Server) serveOpenAPIV2(w http.ResponseWriter, r *http.Request) {
-	s.writeRaw(w, r, http.StatusOK, s.documents().openAPIV2)
+// basePath is the path of a resource's group version.
+func basePath(r *registry.Resource) string {
+	if r.Group == "" {
+		return "/api/" + r.Version
+	}
+	return "/apis/" + r.Group + "/" + r.Version
+}
+
+// virtualPaths builds the path items of a virtual type: only the verbs it
+// serves.
+func (b opBuilder) virtualPaths(r *registry.Resource) map[string]any {
+	v := r.Virtual
+	kind := gvk{Group: r.Group, Version: r.Version, Kind: r.Kind}
+	def := definitionName(r.Group, r.Version, r.Kind)
+	coll := basePath(r) + "/" + r.Resource
+	if r.Namespaced {
+		coll = basePath(r) + "/namespaces/{namespace}/" + r.Resource
+	}
+	var scope []any
+	if r.Namespaced {
+		scope = append(scope, b.param(queryParam{"namespace", "string", "object name and auth scope, such as for teams and projects"}, "path"))
+	}
+	scope = append(scope, b.param(prettyParam, "query"))
+	name := opName(r, r.Namespaced)
+	unauthorized := b.response("Unauthorized", "")
+	out := map[string]any{}
+	collItem := map[string]any{"parameters": scope}
+	if v.Create != nil {
+		collItem["post"] = b.op("create"+name, "create a "+r.Kind, "post", kind, writeParams, def, []string{"application/json", "application/yaml"},
+			map[string]any{"200": b.response("OK", def), "201": b.response("Created", def), "202": b.response("Accepted", def), "401": unauthorized})
+	}
+	if v.List != nil {
+		collItem["get"] = b.op("list"+name, "list objects of kind "+r.Kind, "list", kind, nil, "", nil,
+			map[string]any{"200": b.response("OK", definitionName(r.Group, r.Version, r.ListKind)), "401": unauthorized})
+	}
+	if len(collItem) > 1 {
+		out[coll] = collItem
+	}
+	if v.Get != nil {
+		params := append([]any{b.param(queryParam{"name", "string", "name of the " + r.Kind}, "path")}, scope...)
+		out[coll+"/{name}"] = map[string]any{
+			"get": b.op("read"+name, "read the specified "+r.Kind, "get", kind, nil, "", nil,
+				map[string]any{"200": b.response("OK", def), "401": unauthorized}),
+			"parameters": params,
+		}
+	}
+	return out
+}
+
+// customSubresourcePath builds the path item of a custom subresource.
+func (b opBuilder) customSubresourcePath(r *registry.Resource, sub, name string, params []any) map[string]any {
+	sr := r.Subresources.Custom[sub]
+	kind := gvk{Group: sr.Kind.Group, Version: sr.Kind.Version, Kind: sr.Kind.Kind}
+	title := strings.ToUpper(sub[:1]) + sub[1:]
+	unauthorized := b.response("Unauthorized", "")
+	body := ""
+	if sr.Schema != nil {
+		body = definitionName(sr.Kind.Group, sr.Kind.Version, sr.Kind.Kind)
+	}
+	item := map[string]any{"parameters": params}
+	if sr.Get != nil {
+		item["get"] = b.op("read"+name+title, "read "+sub+" of the specified "+r.Kind, "get", kind, nil, "", nil,
+			map[string]any{"200": b.response("OK", ""), "401": unauthorized})
+	}
+	if sr.Stream != nil {
+		item["get"] = b.op("read"+name+title, "stream "+sub+" of the specified "+r.Kind, "get", kind, nil, "", nil,
+			map[string]any{"200": b.response("OK", ""), "401": unauthorized})
+	}
+	if sr.Create != nil {
+		item["post"] = b.op("create"+name+title, "create "+sub+" of the specified "+r.Kind, "post", kind, writeParams, body, []string{"application/json", "application/yaml"},
+			map[string]any{"200": b.response("OK", ""), "201": b.response("Created", ""), "401": unauthorized})
+	}
+	if sr.Update != nil {
+		item["put"] = b.op("replace"+name+title, "replace "+sub+" of the specified "+r.Kind, "put", kind, writeParams, body, []string{"application/json", "application/yaml"},
+			map[string]any{"200": b.response("OK", ""), "401": unauthorized})
+	}
+	return item
+}
+
+// subresourceDefinitions returns the schemas of a type's custom subresource
+// kinds that declare one (and are not the type's own kind).
+func subresourceDefinitions(r *registry.Resource, v3 bool, ref func(string) string) map[string]any {
+	out := map[string]any{}
+	for _, sub := range r.Subresources.CustomNames() {
+		sr := r.Subresources.Custom[sub]
+		if sr.Schema == nil || sr.Kind == r.GroupVersionKind() {
+			continue
+		}
+		fake := registry.Resource{Group: sr.Kind.Group, Version: sr.Kind.Version, Kind: sr.Kind.Kind, Schema: sr.Schema}
+		out[definitionName(sr.Kind.Group, sr.Kind.Version, sr.Kind.Kind)] = schemaMap(&fake, ref, v3)
+	}
+	return out
 }

@@ -94,7 +94,7 @@ func TestNegotiation(t *testing.T) {
 		{cmPath + "/a", "application/json;as=Table;g=meta.k8s.io;v=v2", 406, "application/json"},
 		{"/version", acceptProtobuf, 200, "application/json"}, // /version: JSON regardless, as kube-apiserver
 		{"/version", acceptTableV1, 200, "application/json"},
-		{"/openapi/v2", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf", 406, "application/json"},
+		{"/openapi/v2", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf", 200, "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"},
 		{"/version", "application/yaml", 200, "application/yaml"},
 	} {
 		r := do(t, ts, "GET", tc.path, "", "Accept", tc.accept)

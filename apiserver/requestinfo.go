@@ -88,7 +88,11 @@ func resolveRequest(r *http.Request) (requestInfo, bool) {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 		switch {
-		case isTrue(q.Get("watch")):
+		case isTrue(q.Get("watch")) && info.Subresource == "":
+			// A collection or one object (kapi watches the object, with
+			// metadata.name as the field selector). A subresource has no
+			// watch: as in kube-apiserver, a GET of a named path is a get
+			// whatever ?watch says, and is authorized as one.
 			info.Verb = "watch"
 		case info.Name == "":
 			info.Verb = "list"

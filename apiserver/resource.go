@@ -26,12 +26,6 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	if info.Verb == "watch" {
 		noteLongRunning(r.Context(), info)
 	}
-	if info.Group == "authorization.k8s.io" && info.Version == "v1" && info.Resource == "selfsubjectaccessreviews" && info.Name == "" {
-		// Every authenticated user may ask what they may do, as Kubernetes'
-		// system:basic-user role allows.
-		s.serveSelfSubjectAccessReview(w, r)
-		return
-	}
 	// Authorization comes before anything about the resource is revealed,
 	// and is the same for dry-run requests.
 	if err := s.authorize(r.Context(), info.attributes()); err != nil {
@@ -48,6 +42,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	// one has none.
 	if (res.Namespaced && info.Name != "" && info.Namespace == "") || (!res.Namespaced && info.Namespace != "") {
 		s.writeError(w, r, meta.NewNotFoundPath())
+		return
+	}
+	if res.Virtual != nil {
+		s.serveVirtual(w, r, st, info)
 		return
 	}
 	if info.Subresource != "" {
@@ -92,7 +90,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// serveSubresource serves /status and /scale.
+// serveSubresource serves /status, /scale and custom subresources.
 func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo) {
 	res := st.Resource()
 	switch {
@@ -116,6 +114,10 @@ func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, st *re
 		}
 		s.handleUpdate(w, r, st, info)
 	default:
+		if sr, ok := res.Subresources.Custom[info.Subresource]; ok {
+			s.serveCustomSubresource(w, r, st, info, sr)
+			return
+		}
 		s.writeError(w, r, meta.NewNotFoundPath())
 	}
 }

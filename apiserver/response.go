@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -281,10 +282,14 @@ func writeChunks(w http.ResponseWriter, r *http.Request, code int, chunks [][]by
 		h.Add("Vary", "Accept-Encoding")
 		h.Del("Content-Length")
 		w.WriteHeader(code)
-		zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
-		if err != nil {
-			return
-		}
+		// A gzip writer holds about a megabyte of compressor state: pooled
+		// (liststream.go).
+		zw := gzipPool.Get().(*gzip.Writer)
+		zw.Reset(w)
+		defer func() {
+			zw.Reset(io.Discard)
+			gzipPool.Put(zw)
+		}()
 		for _, c := range chunks {
 			if _, err := zw.Write(c); err != nil {
 				return
@@ -367,14 +372,14 @@ func (s *Server) encode(r *http.Request, c codec.Choice, p *payload) ([][]byte, 
 		}
 		return [][]byte{y}, nil
 	case codec.FormatProtobuf:
-		return encodeProtobuf(p)
+		return encodeProtobuf(p, s.pbCache)
 	}
 	return [][]byte{p.json}, nil
 }
 
 // encodeProtobuf encodes a Status, Scale, object or list in the Kubernetes
 // envelope.
-func encodeProtobuf(p *payload) ([][]byte, error) {
+func encodeProtobuf(p *payload, cache *codec.ProtobufCache) ([][]byte, error) {
 	var (
 		msg              *codec.Message
 		apiVersion, kind string
@@ -390,12 +395,16 @@ func encodeProtobuf(p *payload) ([][]byte, error) {
 		var t codec.Transcoder
 		msg := p.res.Protobuf
 		return protobufList(p.res.APIVersion(), p.res.ListKind, 1, 2, p.listMeta, p.items, func(dst, item []byte) ([]byte, error) {
-			return t.AppendProtobuf(dst, msg, item)
+			return cache.AppendProtobuf(&t, dst, msg, item)
 		})
 	default:
 		return nil, meta.NewNotAcceptable(acceptedTypes)
 	}
-	raw, err := msg.AppendProtobuf(nil, p.json)
+	if p.kind != bodyObject {
+		cache = nil // statuses and scales are made per request: nothing to reuse
+	}
+	var t codec.Transcoder
+	raw, err := cache.AppendProtobuf(&t, nil, msg, p.json)
 	if err != nil {
 		return nil, meta.NewInternalError(fmt.Errorf("encoding %s as protobuf: %w", kind, err))
 	}

@@ -142,18 +142,78 @@ func newLimiter(readOnly, mutating int, timeout time.Duration) *limiter {
 	return &limiter{readOnly: make(chan struct{}, readOnly), mutating: make(chan struct{}, mutating), timeout: timeout}
 }
 
-func isLongRunning(r *http.Request) bool {
+// isLongRunning reports whether r is a watch or a follow stream, which are
+// exempt from the in-flight limits and the request timeout. It decides on
+// the resolved request, as the handler will: a watch is a GET with ?watch
+// of a collection or an object (never of a subresource), and a follow
+// stream is a GET with ?follow=true of a custom subresource that declares a
+// Stream. Anything else, e.g. GET /api/v1/configmaps?follow=true, is an
+// ordinary request.
+func (s *Server) isLongRunning(r *http.Request) bool {
 	if r.Method != http.MethodGet {
 		return false
 	}
 	q := r.URL.Query()
-	return isTrue(q.Get("watch")) || q.Get("follow") == "true"
+	watch, follow := isTrue(q.Get("watch")), q.Get("follow") == "true"
+	if !watch && !follow {
+		return false
+	}
+	gvr, sub, ok := resourceOfPath(rawRoutePath(r))
+	if !ok {
+		return false
+	}
+	st, ok := s.reg.Store(gvr)
+	if !ok {
+		return false
+	}
+	res := st.Resource()
+	if sub == "" {
+		return watch && res.Virtual == nil
+	}
+	sr, ok := res.Subresources.Custom[sub]
+	return ok && follow && sr.Stream != nil
+}
+
+// rawRoutePath is the path chi routes on: the route context's, else the
+// escaped path when there is one.
+func rawRoutePath(r *http.Request) string {
+	if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePath != "" {
+		return rc.RoutePath
+	}
+	if r.URL.RawPath != "" {
+		return r.URL.RawPath
+	}
+	return r.URL.Path
+}
+
+// resourceOfPath splits a resource URL path (/api/V/... or /apis/G/V/...)
+// as the router and resolveRequest do.
+func resourceOfPath(p string) (gvr meta.GroupVersionResource, sub string, ok bool) {
+	var rest string
+	switch {
+	case strings.HasPrefix(p, "/api/"):
+		v, r, found := strings.Cut(p[len("/api/"):], "/")
+		if !found {
+			return gvr, "", false
+		}
+		gvr.Version, rest = v, r
+	case strings.HasPrefix(p, "/apis/"):
+		parts := strings.SplitN(p[len("/apis/"):], "/", 3)
+		if len(parts) != 3 {
+			return gvr, "", false
+		}
+		gvr.Group, gvr.Version, rest = parts[0], parts[1], parts[2]
+	default:
+		return gvr, "", false
+	}
+	_, gvr.Resource, _, sub, ok = parseResourcePath(rest)
+	return gvr, sub, ok
 }
 
 func (s *Server) limit(next http.Handler) http.Handler {
 	l := s.limiter
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if isPublicPath(routePath(r)) || isLongRunning(r) {
+		if isPublicPath(routePath(r)) || s.isLongRunning(r) {
 			next.ServeHTTP(w, r)
 			return
 		}

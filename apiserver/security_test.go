@@ -239,6 +239,32 @@ func TestSelfSubjectAccessReview(t *testing.T) {
 	}
 }
 
+// The built-in basic-user rule lets authenticated users ask, not
+// system:anonymous (kube binds system:basic-user to system:authenticated);
+// for anonymous requests Config.Authorizer decides.
+func TestSelfSubjectAccessReviewAnonymous(t *testing.T) {
+	const ssar = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+	const body = `{"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","spec":{"nonResourceAttributes":{"path":"/apis","verb":"get"}}}`
+	ts := securedServer(t, nil, func(c *Config) { c.AllowAnonymous = true })
+	do(t, ts, "POST", ssar, body).status(t, 403, meta.StatusReasonForbidden)
+	if r := do(t, ts, "POST", ssar, body, bearer("nobody-token")...); r.code != 201 {
+		t.Fatalf("an authenticated user without roles: %d %s", r.code, r.body)
+	}
+	// An authorizer that allows anonymous reviews still can.
+	ts = securedServer(t, nil, func(c *Config) {
+		c.AllowAnonymous = true
+		c.Authorizer = auth.AuthorizerFunc(func(_ context.Context, a auth.Attributes) (auth.Decision, string, error) {
+			if a.Resource == "selfsubjectaccessreviews" {
+				return auth.Allow, "", nil
+			}
+			return auth.NoOpinion, "", nil
+		})
+	})
+	if r := do(t, ts, "POST", ssar, body); r.code != 201 {
+		t.Fatalf("anonymous allowed by Config.Authorizer: %d %s", r.code, r.body)
+	}
+}
+
 // Client certificates signed by the trusted CA authenticate; others do not.
 func TestClientCertificates(t *testing.T) {
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

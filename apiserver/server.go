@@ -18,14 +18,18 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kapi-dev/kapi/apiserver/auth"
 	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/codec"
 	"github.com/kapi-dev/kapi/storage"
 	"github.com/kapi-dev/kapi/watch"
 )
@@ -86,15 +90,30 @@ type Config struct {
 	// the store's waits before a 504 with Retry-After. Default 3s, as
 	// kube-apiserver.
 	FutureRevisionWait time.Duration
+	// ProtobufCacheBytes bounds the cache of protobuf encodings: objects of
+	// types with a protobuf message are stored as JSON, and each object
+	// version is transcoded once for all the protobuf lists and gets that
+	// return it. Default 32 MiB; negative: no cache.
+	ProtobufCacheBytes int64
 	// Audit, when set, receives one record per request.
 	Audit AuditSink
 	// Admission hooks run for every type, before each type's own
-	// (registry.Resource.Admission).
+	// (registry.Resource.Admission); like those, they see main-resource
+	// requests only unless they select subresources
+	// (registry.AdmissionHook.Subresources).
 	Admission []registry.AdmissionHook
 	// Metrics, when set, is where the server registers its Prometheus
 	// metrics (request counts and latency, in-flight requests, watches,
 	// storage latency, object counts). Serve it with promhttp yourself.
 	Metrics prometheus.Registerer
+	// TracerProvider, when set, traces every request: one server span per
+	// request with child spans for storage operations and admission hooks
+	// (docs/operations.md lists them). Pass an OpenTelemetry SDK provider;
+	// nil disables tracing at no cost.
+	TracerProvider trace.TracerProvider
+	// Propagator extracts the client's trace context from request headers
+	// when tracing is on. Default: W3C Trace Context (traceparent).
+	Propagator propagation.TextMapPropagator
 }
 
 // VersionInfo is the body of /version.
@@ -122,7 +141,15 @@ type Server struct {
 
 	authorizer auth.Authorizer
 	limiter    *limiter
-	metrics    *metrics
+	pbCache    *codec.ProtobufCache // nil: none
+
+	// bufferLists sends every list through the buffered path (tests and
+	// benchmarks compare it with streaming); protobufListBuffer bounds the
+	// protobuf list message held in memory before a list is measured and
+	// written in a second pass (liststream.go).
+	bufferLists        atomic.Bool
+	protobufListBuffer int
+	metrics            *metrics
 
 	stopControllers context.CancelFunc
 	controllersDone chan struct{}
@@ -130,6 +157,9 @@ type Server struct {
 	// watchesCtx ends with EndWatches: every watch handler ends with it.
 	watchesCtx context.Context
 	endWatches context.CancelFunc
+	// writeTimeout bounds one write of a watch or a stream, in nanoseconds
+	// (watchWriteTimeout; tests shorten it).
+	writeTimeout atomic.Int64
 }
 
 // New returns a Server over cfg.Storage serving core v1 namespaces, with the
@@ -167,6 +197,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		cfg.Storage = instrumentedStore{Store: cfg.Storage, m: m}
 	}
+	cfg = withTracing(cfg) // storage and admission spans; no-op without a TracerProvider
 	reg, err := registry.New(registry.Config{Storage: cfg.Storage, KeyPrefix: cfg.KeyPrefix, Logger: cfg.Logger, ControllerResync: cfg.ControllerResync, Admission: cfg.Admission, Watch: cfg.Watch, Metrics: cfg.Metrics, FutureRevisionWait: cfg.FutureRevisionWait})
 	if err != nil {
 		return nil, err
@@ -174,11 +205,27 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, reg: reg, authorizer: cfg.Authorizer, metrics: m,
 		limiter: newLimiter(cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight, cfg.RequestTimeout)}
 	s.watchesCtx, s.endWatches = context.WithCancel(context.Background())
+	s.protobufListBuffer = 4 << 20
+	s.writeTimeout.Store(int64(watchWriteTimeout))
+	switch {
+	case cfg.ProtobufCacheBytes == 0:
+		s.pbCache = codec.NewProtobufCache(32 << 20)
+	case cfg.ProtobufCacheBytes > 0:
+		s.pbCache = codec.NewProtobufCache(int(cfg.ProtobufCacheBytes))
+	}
 	if s.authorizer == nil {
 		s.authorizer = auth.AlwaysAllow()
 	}
+	s.authorizer = withBasicUser(s.authorizer)
 	reg.OnChange(s.invalidateDocs)
 	if err := reg.Register(registry.Namespaces()); err != nil {
+		return nil, err
+	}
+	ssar, err := s.selfSubjectAccessReviews()
+	if err == nil {
+		err = reg.Register(ssar)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if err := s.ensureNamespaces(ctx); err != nil {
@@ -236,8 +283,9 @@ func (s *Server) Close() error {
 }
 
 // EndWatches ends every open watch cleanly (the stream ends, as when
-// timeoutSeconds runs out, and clients such as client-go watch again) and
-// refuses new watches with 503 and Retry-After. Other requests are not
+// timeoutSeconds runs out, and clients such as client-go watch again), and
+// every follow stream of a custom subresource, and refuses new ones with 503
+// and Retry-After. Other requests are not
 // affected. It is for graceful shutdown: http.Server.Shutdown waits for
 // in-flight requests, and watches never finish by themselves, so register it
 // to run when shutdown starts:
@@ -253,7 +301,7 @@ func (s *Server) Registry() *registry.Registry { return s.reg }
 
 // Register serves a resource type (or replaces its registration). It takes
 // effect at once, discovery and OpenAPI included.
-func (s *Server) Register(res registry.Resource) error { return s.reg.Register(res) }
+func (s *Server) Register(res registry.Resource) error { return s.reg.Register(s.traceAdmission(res)) }
 
 // Unregister stops serving a resource type; its objects stay in storage.
 func (s *Server) Unregister(gvr meta.GroupVersionResource) error { return s.reg.Unregister(gvr) }
@@ -276,6 +324,7 @@ func (s *Server) ensureNamespaces(ctx context.Context) error {
 
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
+	r.Use(s.tracing) // returns next as it is without a TracerProvider
 	r.Use(s.recoverer)
 	if s.metrics != nil {
 		r.Use(s.instrument)

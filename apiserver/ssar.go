@@ -1,45 +1,49 @@
 package apiserver
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"mime"
-	"net/http"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/kapi-dev/kapi/apiserver/auth"
 	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/codec"
 )
 
-// selfSubjectAccessReview is authorization.k8s.io/v1 SelfSubjectAccessReview,
-// the body of `kubectl auth can-i`.
+// SelfSubjectAccessReview (authorization.k8s.io/v1, the body of `kubectl
+// auth can-i`) is a virtual type the server registers itself, through the
+// same mechanism as a host's virtual types: create-only, evaluated by the
+// server's authorizer for the requesting user, nothing stored.
+
+// selfSubjectAccessReview is authorization.k8s.io/v1 SelfSubjectAccessReview.
 type selfSubjectAccessReview struct {
-	Kind       string         `json:"kind"`
-	APIVersion string         `json:"apiVersion"`
-	Metadata   map[string]any `json:"metadata"`
-	Spec       struct {
-		ResourceAttributes    *resourceAttributes    `json:"resourceAttributes,omitempty"`
-		NonResourceAttributes *nonResourceAttributes `json:"nonResourceAttributes,omitempty"`
-	} `json:"spec"`
+	meta.TypeMeta `json:",inline"`
+	Metadata      meta.ObjectMeta `json:"metadata"`
+	Spec          struct {
+		ResourceAttributes    *resourceAttributes    `json:"resourceAttributes,omitempty" doc:"Information for a resource access request."`
+		NonResourceAttributes *nonResourceAttributes `json:"nonResourceAttributes,omitempty" doc:"Information for a non-resource access request."`
+	} `json:"spec" kapi:"required" doc:"The attributes being checked."`
 	Status struct {
-		Allowed         bool   `json:"allowed"`
-		Denied          bool   `json:"denied,omitempty"`
-		Reason          string `json:"reason,omitempty"`
-		EvaluationError string `json:"evaluationError,omitempty"`
-	} `json:"status"`
+		Allowed         bool   `json:"allowed" doc:"Whether the action is allowed."`
+		Denied          bool   `json:"denied,omitempty" doc:"Whether the action is explicitly denied."`
+		Reason          string `json:"reason,omitempty" doc:"Why the action is allowed or denied."`
+		EvaluationError string `json:"evaluationError,omitempty" doc:"Why the authorizer failed, if it did."`
+	} `json:"status,omitempty" doc:"Filled in by the server: whether the request is allowed."`
 }
 
 type resourceAttributes struct {
-	Namespace   string `json:"namespace,omitempty"`
-	Verb        string `json:"verb,omitempty"`
-	Group       string `json:"group,omitempty"`
-	Version     string `json:"version,omitempty"`
-	Resource    string `json:"resource,omitempty"`
-	Subresource string `json:"subresource,omitempty"`
-	Name        string `json:"name,omitempty"`
+	Namespace     string         `json:"namespace,omitempty"`
+	Verb          string         `json:"verb,omitempty"`
+	Group         string         `json:"group,omitempty"`
+	Version       string         `json:"version,omitempty"`
+	Resource      string         `json:"resource,omitempty"`
+	Subresource   string         `json:"subresource,omitempty"`
+	Name          string         `json:"name,omitempty"`
+	FieldSelector map[string]any `json:"fieldSelector,omitempty"`
+	LabelSelector map[string]any `json:"labelSelector,omitempty"`
 }
 
 type nonResourceAttributes struct {
@@ -47,153 +51,106 @@ type nonResourceAttributes struct {
 	Verb string `json:"verb,omitempty"`
 }
 
-// serveSelfSubjectAccessReview answers "may I?" for the requesting user from
-// the server's own authorizer. It is create-only and stores nothing.
-func (s *Server) serveSelfSubjectAccessReview(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		s.writeError(w, r, meta.NewMethodNotAllowed(r.Method, ""))
-		return
+// ssarMessage is the protobuf message of SelfSubjectAccessReview (kubectl
+// auth can-i sends and reads protobuf).
+var ssarMessage = func() *codec.Message {
+	str := func(name string, n int) codec.Field {
+		return codec.Field{Name: name, Number: protowire.Number(n), Kind: codec.String}
 	}
+	requirement := codec.MustMessage("SelectorRequirement", str("key", 1), str("operator", 2),
+		codec.Field{Name: "values", Number: 3, Kind: codec.String, Repeated: true})
+	selector := codec.MustMessage("SelectorAttributes", str("rawSelector", 1),
+		codec.Field{Name: "requirements", Number: 2, Kind: codec.MessageKind, Message: requirement, Repeated: true})
+	ra := codec.MustMessage("ResourceAttributes", str("namespace", 1), str("verb", 2), str("group", 3), str("version", 4),
+		str("resource", 5), str("subresource", 6), str("name", 7),
+		codec.Field{Name: "fieldSelector", Number: 8, Kind: codec.MessageKind, Message: selector},
+		codec.Field{Name: "labelSelector", Number: 9, Kind: codec.MessageKind, Message: selector})
+	nra := codec.MustMessage("NonResourceAttributes", str("path", 1), str("verb", 2))
+	spec := codec.MustMessage("SelfSubjectAccessReviewSpec",
+		codec.Field{Name: "resourceAttributes", Number: 1, Kind: codec.MessageKind, Message: ra},
+		codec.Field{Name: "nonResourceAttributes", Number: 2, Kind: codec.MessageKind, Message: nra})
+	status := codec.MustMessage("SubjectAccessReviewStatus",
+		codec.Field{Name: "allowed", Number: 1, Kind: codec.Bool, Keep: true}, str("reason", 2), str("evaluationError", 3),
+		codec.Field{Name: "denied", Number: 4, Kind: codec.Bool})
+	return codec.MustMessage("SelfSubjectAccessReview",
+		codec.Field{Name: "metadata", Number: 1, Kind: codec.MessageKind, Message: codec.ObjectMetaMessage},
+		codec.Field{Name: "spec", Number: 2, Kind: codec.MessageKind, Message: spec},
+		codec.Field{Name: "status", Number: 3, Kind: codec.MessageKind, Message: status})
+}()
+
+// selfSubjectAccessReviews is the registration of selfsubjectaccessreviews.
+func (s *Server) selfSubjectAccessReviews() (registry.Resource, error) {
+	return registry.ForType[selfSubjectAccessReview](registry.Resource{
+		Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectaccessreviews", Kind: "SelfSubjectAccessReview",
+		Protobuf: ssarMessage,
+		Strategy: registry.Strategy{Validate: validateSSAR},
+		Virtual:  &registry.Virtual{Create: s.reviewSelfAccess},
+	})
+}
+
+func validateSSAR(_ context.Context, obj registry.Object) meta.ErrorList {
+	spec, _ := obj["spec"].(map[string]any)
+	_, ra := spec["resourceAttributes"].(map[string]any)
+	_, nra := spec["nonResourceAttributes"].(map[string]any)
+	if ra == nra {
+		return meta.ErrorList{meta.Invalid(meta.NewPath("spec"), "", "exactly one of nonResourceAttributes or resourceAttributes must be specified")}
+	}
+	return nil
+}
+
+// reviewSelfAccess answers "may I?" for the requesting user from the
+// server's own authorizer.
+func (s *Server) reviewSelfAccess(ctx context.Context, req *registry.Request, obj registry.Object) (registry.Object, error) {
 	var review selfSubjectAccessReview
-	protobufIn := isProtobuf(r.Header.Get("Content-Type"))
-	if protobufIn {
-		body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.cfg.MaxRequestBodyBytes))
-		if err != nil {
-			s.writeError(w, r, meta.NewRequestEntityTooLarge("the request body is too large"))
-			return
-		}
-		if review, err = decodeSSARProtobuf(body); err != nil {
-			s.writeError(w, r, meta.NewBadRequest("error decoding SelfSubjectAccessReview: "+err.Error()))
-			return
-		}
-	} else {
-		obj, _, err := s.readBody(r)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		b, _ := json.Marshal(obj)
-		if err := json.Unmarshal(b, &review); err != nil {
-			s.writeError(w, r, meta.NewBadRequest("error decoding SelfSubjectAccessReview: "+err.Error()))
-			return
-		}
+	if err := convertObject(obj, &review); err != nil {
+		return nil, meta.NewBadRequest("error decoding SelfSubjectAccessReview: " + err.Error())
 	}
 	var a auth.Attributes
-	switch ra, nra := review.Spec.ResourceAttributes, review.Spec.NonResourceAttributes; {
-	case ra != nil && nra == nil:
+	if ra := review.Spec.ResourceAttributes; ra != nil {
 		a = auth.Attributes{ResourceRequest: true, Verb: ra.Verb, APIGroup: ra.Group, APIVersion: ra.Version, Resource: ra.Resource,
 			Subresource: ra.Subresource, Namespace: ra.Namespace, Name: ra.Name}
-	case nra != nil && ra == nil:
-		a = auth.Attributes{Verb: nra.Verb, Path: nra.Path}
-	default:
-		s.writeError(w, r, meta.NewInvalid(meta.GroupVersionKind{Group: "authorization.k8s.io", Kind: "SelfSubjectAccessReview"}, "",
-			meta.ErrorList{meta.Invalid(meta.NewPath("spec"), "", "exactly one of nonResourceAttributes or resourceAttributes must be specified")}))
-		return
+	} else {
+		a = auth.Attributes{Verb: review.Spec.NonResourceAttributes.Verb, Path: review.Spec.NonResourceAttributes.Path}
 	}
-	a.User, _ = auth.UserFrom(r.Context())
-	d, reason, err := s.authorizer.Authorize(r.Context(), a)
-	review.Kind, review.APIVersion = "SelfSubjectAccessReview", "authorization.k8s.io/v1"
-	if review.Metadata == nil {
-		review.Metadata = map[string]any{}
-	}
+	a.User = req.User
+	d, reason, err := s.authorizer.Authorize(ctx, a)
 	review.Status.Allowed = d == auth.Allow && err == nil
 	review.Status.Denied = d == auth.Deny
 	review.Status.Reason = reason
+	review.Status.EvaluationError = ""
 	if err != nil {
 		review.Status.EvaluationError = err.Error()
 	}
-	offers := []codec.MediaType{offerJSON, offerYAML, offerProtobuf}
-	if i, _ := codec.Negotiate(r.Header.Get("Accept"), offers); i == 2 {
-		w.Header().Set("Content-Type", codec.MediaProtobuf)
-		w.WriteHeader(http.StatusCreated)
-		_, _ = w.Write(encodeSSARProtobuf(review))
-		return
+	var out registry.Object
+	if err := convertObject(review, &out); err != nil {
+		return nil, err
 	}
-	s.writeObject(w, r, http.StatusCreated, review)
+	return out, nil
 }
 
-func isProtobuf(contentType string) bool {
-	mt, _, err := mime.ParseMediaType(contentType)
-	return err == nil && mt == codec.MediaProtobuf
-}
-
-var offerProtobuf = codec.MediaType{Type: "application", Subtype: "vnd.kubernetes.protobuf"}
-
-// decodeSSARProtobuf decodes authorization.k8s.io/v1 SelfSubjectAccessReview
-// (spec = 2: resourceAttributes = 1, nonResourceAttributes = 2).
-func decodeSSARProtobuf(body []byte) (selfSubjectAccessReview, error) {
-	var review selfSubjectAccessReview
-	u, err := codec.DecodeEnvelope(body)
-	if err != nil {
-		return review, err
-	}
-	if u.Kind != "SelfSubjectAccessReview" {
-		return review, fmt.Errorf("the kind in the data (%s) is not SelfSubjectAccessReview", u.Kind)
-	}
-	str := func(dst *string) func(protowire.Number, protowire.Type, []byte) {
-		return func(_ protowire.Number, _ protowire.Type, v []byte) { *dst = string(v) }
-	}
-	err = codec.Walk(u.Raw, func(num protowire.Number, typ protowire.Type, v []byte) error {
-		if num != 2 || typ != protowire.BytesType {
-			return nil
+// withBasicUser lets every authenticated user ask what they may do, as
+// Kubernetes' system:basic-user role (bound to system:authenticated) allows,
+// before asking a. The rule only allows: it never denies, so for anyone
+// else (system:anonymous) a decides.
+func withBasicUser(a auth.Authorizer) auth.Authorizer {
+	basic := auth.AuthorizerFunc(func(_ context.Context, at auth.Attributes) (auth.Decision, string, error) {
+		if at.User != nil && at.User.InGroup(auth.GroupAuthenticated) &&
+			at.ResourceRequest && at.Verb == "create" && at.APIGroup == "authorization.k8s.io" &&
+			at.Resource == "selfsubjectaccessreviews" && at.Subresource == "" {
+			return auth.Allow, "", nil
 		}
-		return codec.Walk(v, func(num protowire.Number, typ protowire.Type, v []byte) error {
-			if typ != protowire.BytesType {
-				return nil
-			}
-			switch num {
-			case 1:
-				ra := &review.Spec.ResourceAttributes
-				*ra = new(resourceAttributes)
-				fields := map[protowire.Number]func(protowire.Number, protowire.Type, []byte){
-					1: str(&(*ra).Namespace), 2: str(&(*ra).Verb), 3: str(&(*ra).Group), 4: str(&(*ra).Version),
-					5: str(&(*ra).Resource), 6: str(&(*ra).Subresource), 7: str(&(*ra).Name),
-				}
-				return codec.Walk(v, func(num protowire.Number, typ protowire.Type, v []byte) error {
-					if f := fields[num]; f != nil && typ == protowire.BytesType {
-						f(num, typ, v)
-					}
-					return nil
-				})
-			case 2:
-				nra := &review.Spec.NonResourceAttributes
-				*nra = new(nonResourceAttributes)
-				return codec.Walk(v, func(num protowire.Number, typ protowire.Type, v []byte) error {
-					if typ == protowire.BytesType {
-						switch num {
-						case 1:
-							(*nra).Path = string(v)
-						case 2:
-							(*nra).Verb = string(v)
-						}
-					}
-					return nil
-				})
-			}
-			return nil
-		})
+		return auth.NoOpinion, "", nil
 	})
-	return review, err
+	return auth.Chain(basic, a)
 }
 
-// encodeSSARProtobuf encodes the review's status (3: allowed = 1, reason = 2,
-// evaluationError = 3, denied = 4) with empty metadata and spec.
-func encodeSSARProtobuf(review selfSubjectAccessReview) []byte {
-	var st []byte
-	st = protowire.AppendTag(st, 1, protowire.VarintType)
-	st = protowire.AppendVarint(st, protowire.EncodeBool(review.Status.Allowed))
-	st = protowire.AppendTag(st, 2, protowire.BytesType)
-	st = protowire.AppendString(st, review.Status.Reason)
-	st = protowire.AppendTag(st, 3, protowire.BytesType)
-	st = protowire.AppendString(st, review.Status.EvaluationError)
-	st = protowire.AppendTag(st, 4, protowire.VarintType)
-	st = protowire.AppendVarint(st, protowire.EncodeBool(review.Status.Denied))
-	var msg []byte
-	msg = protowire.AppendTag(msg, 1, protowire.BytesType)
-	msg = protowire.AppendBytes(msg, nil)
-	msg = protowire.AppendTag(msg, 2, protowire.BytesType)
-	msg = protowire.AppendBytes(msg, nil)
-	msg = protowire.AppendTag(msg, 3, protowire.BytesType)
-	msg = protowire.AppendBytes(msg, st)
-	return codec.EncodeEnvelope("authorization.k8s.io/v1", "SelfSubjectAccessReview", msg)
+func convertObject(in, out any) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("encoding: %w", err)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("decoding: %w", err)
+	}
+	return nil
 }

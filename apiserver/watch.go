@@ -103,6 +103,7 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, st *registr
 		return
 	}
 	deadline, hasDeadline := ctx.Deadline()
+	writeTimeout := time.Duration(s.writeTimeout.Load())
 	var writeDeadline time.Time // the one set on the connection
 	buf := make([]byte, 0, 8<<10)
 	for {
@@ -110,8 +111,8 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, st *registr
 		if len(buf) > 0 {
 			// Bound the write (moving the deadline only now and then: it
 			// costs a call into the network poller).
-			if now := time.Now(); writeDeadline.Sub(now) < watchWriteTimeout/2 {
-				writeDeadline = now.Add(watchWriteTimeout)
+			if now := time.Now(); writeDeadline.Sub(now) < writeTimeout/2 {
+				writeDeadline = now.Add(writeTimeout)
 				if hasDeadline && deadline.Before(writeDeadline) {
 					writeDeadline = deadline.Add(time.Second)
 				}

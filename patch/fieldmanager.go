@@ -665,12 +665,8 @@ func (m *FieldManager) encodeInto(obj map[string]any, ms managedSet) error {
 		if vs.Applied() {
 			id.Operation = OperationApply
 		}
-		b, err := vs.Set().ToJSON()
+		fv, err := fieldsV1Object(vs.Set())
 		if err != nil {
-			return err
-		}
-		var fv map[string]any
-		if err := json.Unmarshal(b, &fv); err != nil {
 			return err
 		}
 		e := map[string]any{
@@ -711,6 +707,42 @@ func (m *FieldManager) encodeInto(obj map[string]any, ms managedSet) error {
 	}
 	md["managedFields"] = list
 	return nil
+}
+
+// fieldsV1Object is the FieldsV1 form of s as a decoded JSON object, the
+// same as decoding s.ToJSON() but without the round trip through bytes: each
+// member is a key with an empty object, each path with children an object
+// of them, holding "." when the path is a member too.
+func fieldsV1Object(s *fieldpath.Set) (map[string]any, error) {
+	out := make(map[string]any, s.Members.Size())
+	var err error
+	s.Members.Iterate(func(pe fieldpath.PathElement) {
+		if err != nil {
+			return
+		}
+		var k string
+		if k, err = fieldpath.SerializePathElement(pe); err == nil {
+			out[k] = map[string]any{}
+		}
+	})
+	s.Children.Iterate(func(pe fieldpath.PathElement) {
+		if err != nil {
+			return
+		}
+		var k string
+		if k, err = fieldpath.SerializePathElement(pe); err != nil {
+			return
+		}
+		var child map[string]any
+		if child, err = fieldsV1Object(s.Children.Descend(pe)); err != nil {
+			return
+		}
+		if _, member := out[k]; member {
+			child["."] = map[string]any{}
+		}
+		out[k] = child
+	})
+	return out, err
 }
 
 func unixOrZero(t time.Time) int64 {

@@ -1,11 +1,16 @@
 package patch
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 
 	"github.com/kapi-dev/kapi/apiserver/meta"
 )
@@ -390,5 +395,43 @@ func TestApplyLeavesArgumentsAlone(t *testing.T) {
 				t.Fatalf("no managedFields in %s", toJSON(t, out))
 			}
 		})
+	}
+}
+
+// fieldsV1Object builds the same object as decoding the set's own JSON.
+func TestFieldsV1ObjectMatchesToJSON(t *testing.T) {
+	name, port := "name", "port"
+	sets := []*fieldpath.Set{
+		fieldpath.NewSet(),
+		fieldpath.NewSet(fieldpath.MakePathOrDie("data")),
+		fieldpath.NewSet(
+			fieldpath.MakePathOrDie("data"),
+			fieldpath.MakePathOrDie("data", "a"),
+			fieldpath.MakePathOrDie("data", "b"),
+			fieldpath.MakePathOrDie("metadata", "labels", "app"),
+			fieldpath.MakePathOrDie("spec", "list", fieldpath.KeyByFields(name, "x", port, 80)),
+			fieldpath.MakePathOrDie("spec", "list", fieldpath.KeyByFields(name, "x", port, 80), "image"),
+			fieldpath.MakePathOrDie("spec", "set", value.NewValueInterface("v1")),
+			fieldpath.MakePathOrDie("spec", "set", value.NewValueInterface(int64(3))),
+			fieldpath.MakePathOrDie("spec", "items", 2),
+			fieldpath.MakePathOrDie("spec", "quoted\"key", "x"),
+		),
+	}
+	for i, s := range sets {
+		b, err := s.ToJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want map[string]any
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := fieldsV1Object(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("set %d: fieldsV1Object = %v, want %v (from %s)", i, got, want, b)
+		}
 	}
 }

@@ -107,6 +107,11 @@ type ListOptions struct {
 	Revision int64
 	// KeysOnly, when set, leaves KeyValue.Value nil.
 	KeysOnly bool
+	// Count asks for ListResult.Remaining on a page that has More. Without
+	// it a backend may leave Remaining at -1 and skip counting, which can
+	// cost a read of the rest of the range: ask only when the count is
+	// shown to someone (a list's remainingItemCount).
+	Count bool
 }
 
 // ListResult is one page of a list.
@@ -120,7 +125,8 @@ type ListResult struct {
 	// NextKey is the key to pass as StartKey for the next page when More is set.
 	NextKey []byte
 	// Remaining is the number of keys after the returned ones in the snapshot,
-	// or -1 when the backend cannot tell cheaply. It is 0 when More is false.
+	// or -1 when ListOptions.Count was not set or the backend cannot tell
+	// cheaply. It is 0 when More is false.
 	Remaining int64
 }
 

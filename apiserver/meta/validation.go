@@ -2,7 +2,6 @@ package meta
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"unicode"
@@ -54,14 +53,6 @@ const (
 	qualifiedNameExample = " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
 )
 
-var (
-	dns1123LabelRE     = regexp.MustCompile("^" + dns1123LabelFmt + "$")
-	dns1123SubdomainRE = regexp.MustCompile("^" + dns1123SubdomainFmt + "$")
-	dns1035LabelRE     = regexp.MustCompile("^" + dns1035LabelFmt + "$")
-	qualifiedNameRE    = regexp.MustCompile("^" + qualifiedNameFmt + "$")
-	labelValueRE       = regexp.MustCompile("^" + labelValueFmt + "$")
-)
-
 func maxLenError(n int) string { return fmt.Sprintf("must be no more than %d characters", n) }
 
 // regexError renders a regexp failure the way Kubernetes does:
@@ -91,7 +82,7 @@ func IsDNS1123Subdomain(value string) []string {
 	if len(value) > DNS1123SubdomainMaxLength {
 		errs = append(errs, maxLenError(DNS1123SubdomainMaxLength))
 	}
-	if !dns1123SubdomainRE.MatchString(value) {
+	if !matchDNS1123Subdomain(value) {
 		errs = append(errs, regexError(dns1123SubdomainMsg, dns1123SubdomainFmt, "example.com"))
 	}
 	return errs
@@ -105,8 +96,8 @@ func IsDNS1123Label(value string) []string {
 	if len(value) > DNS1123LabelMaxLength {
 		errs = append(errs, maxLenError(DNS1123LabelMaxLength))
 	}
-	if !dns1123LabelRE.MatchString(value) {
-		if dns1123SubdomainRE.MatchString(value) {
+	if !matchDNS1123Label(value) {
+		if matchDNS1123Subdomain(value) {
 			errs = append(errs, "must not contain dots")
 		} else {
 			errs = append(errs, regexError(dns1123LabelErrMsg, dns1123LabelFmt, "my-name", "123-abc"))
@@ -123,7 +114,7 @@ func IsDNS1035Label(value string) []string {
 	if len(value) > DNS1123LabelMaxLength {
 		errs = append(errs, maxLenError(DNS1123LabelMaxLength))
 	}
-	if !dns1035LabelRE.MatchString(value) {
+	if !matchDNS1035Label(value) {
 		errs = append(errs, regexError(dns1035LabelErrMsg, dns1035LabelFmt, "my-name", "abc-123"))
 	}
 	return errs
@@ -179,7 +170,7 @@ func IsQualifiedName(value string) []string {
 	} else if len(name) > QualifiedNameMaxLength {
 		errs = append(errs, "name part "+maxLenError(QualifiedNameMaxLength))
 	}
-	if !qualifiedNameRE.MatchString(name) {
+	if !matchQualifiedName(name) {
 		errs = append(errs, "name part "+regexError(qualifiedNameErrMsg, qualifiedNameFmt, "MyName", "my.name", "123-abc"))
 	}
 	return errs
@@ -192,7 +183,7 @@ func IsValidLabelValue(value string) []string {
 	if len(value) > LabelValueMaxLength {
 		errs = append(errs, maxLenError(LabelValueMaxLength))
 	}
-	if !labelValueRE.MatchString(value) {
+	if !matchLabelValue(value) {
 		errs = append(errs, regexError(labelValueErrMsg, labelValueFmt, "MyValue", "my_value", "12345"))
 	}
 	return errs

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/kapi-dev/kapi/apiserver/auth"
 	"github.com/kapi-dev/kapi/apiserver/meta"
@@ -63,6 +64,21 @@ type AdmissionHook struct {
 	Name string
 	// Operations the hook applies to; empty means all.
 	Operations []Operation
+	// Resources limits the hook to these types, each named by its resource
+	// ("widgets") or resource and group ("widgets.example.dev"); "*" is
+	// every type. Empty means every type the hook is registered for (all
+	// types for Config.Admission), except the server's own
+	// selfsubjectaccessreviews: a hook sees those only when it names them
+	// ("selfsubjectaccessreviews" or "selfsubjectaccessreviews.authorization.k8s.io").
+	Resources []string
+	// Subresources selects the requests the hook sees by subresource, as the
+	// rules of a Kubernetes admission webhook do ("widgets" vs
+	// "widgets/status" or "widgets/*"): "" is the main resource (creates,
+	// updates and deletes of the objects themselves, and the requests of
+	// virtual types), a name such as "status", "scale" or a custom
+	// subresource's selects that subresource, and "*" selects the main
+	// resource and every subresource. Empty means the main resource only.
+	Subresources []string
 	// Mutate, when set, may change req.Object (creates and updates).
 	Mutate func(ctx context.Context, req *AdmissionRequest) error
 	// Validate, when set, checks the request after mutation and validation.
@@ -82,6 +98,31 @@ func (h *AdmissionHook) applies(op Operation) bool {
 	return false
 }
 
+// selects reports whether the hook is for requests on res (and subresource
+// sub, "" for the main resource).
+func (h *AdmissionHook) selects(res *Resource, sub string) bool {
+	gr := res.GroupResource()
+	named := func(n string) bool { return n == gr.Resource || n == gr.String() }
+	switch {
+	case len(h.Resources) == 0:
+		if serverReview(res) {
+			return false
+		}
+	case !slices.ContainsFunc(h.Resources, func(n string) bool { return named(n) || (n == "*" && !serverReview(res)) }):
+		return false
+	}
+	if len(h.Subresources) == 0 {
+		return sub == ""
+	}
+	return slices.Contains(h.Subresources, sub) || slices.Contains(h.Subresources, "*")
+}
+
+// serverReview reports whether res is one of the server's own review types
+// (selfsubjectaccessreviews), which hooks see only when they name them.
+func serverReview(res *Resource) bool {
+	return res.Virtual != nil && res.Group == "authorization.k8s.io"
+}
+
 // admit runs the mutating (mutate true) or validating hooks for a request.
 func (s *Store) admit(ctx context.Context, mutate bool, req *AdmissionRequest) error {
 	hooks := append(append([]AdmissionHook{}, s.reg.cfg.Admission...), s.res.Admission...)
@@ -89,7 +130,9 @@ func (s *Store) admit(ctx context.Context, mutate bool, req *AdmissionRequest) e
 		return nil
 	}
 	req.Resource = meta.GroupVersionResource{Group: s.res.Group, Version: s.res.Version, Resource: s.res.Resource}
-	req.Kind = s.res.GroupVersionKind()
+	if req.Kind.Kind == "" {
+		req.Kind = s.res.GroupVersionKind() // a custom subresource sets its own
+	}
 	req.User, _ = auth.UserFrom(ctx)
 	for i := range hooks {
 		h := &hooks[i]
@@ -97,7 +140,7 @@ func (s *Store) admit(ctx context.Context, mutate bool, req *AdmissionRequest) e
 		if mutate {
 			fn = h.Mutate
 		}
-		if fn == nil || !h.applies(req.Operation) {
+		if fn == nil || !h.applies(req.Operation) || !h.selects(s.res, req.Subresource) {
 			continue
 		}
 		if req.DryRun && (h.SideEffects == SideEffectsUnknown || h.SideEffects == SideEffectsSome) {

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"sort"
 
 	"github.com/kapi-dev/kapi/apiserver/meta"
@@ -188,7 +187,17 @@ func ConfigMaps() Resource {
 var ageColumn = Column{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp",
 	Description: "CreationTimestamp is a timestamp representing the server time when this object was created."}
 
-var configMapKeyRE = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
+// isConfigMapKey matches [-._a-zA-Z0-9]+ (a hand-written check: it runs
+// for every key of every configmap written).
+func isConfigMapKey(k string) bool {
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_') {
+			return false
+		}
+	}
+	return k != ""
+}
 
 const maxConfigMapSize = 1 << 20
 
@@ -201,7 +210,7 @@ func validateConfigMap(obj Object) meta.ErrorList {
 		switch {
 		case len(k) > 253:
 			errs = append(errs, meta.Invalid(p, k, "must be no more than 253 characters"))
-		case !configMapKeyRE.MatchString(k):
+		case !isConfigMapKey(k):
 			errs = append(errs, meta.Invalid(p, k, "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"))
 		case k == "." || k == "..":
 			errs = append(errs, meta.Invalid(p, k, "must not be '.' or '..'"))

@@ -51,6 +51,9 @@ type DeleteOptions struct {
 // the object as it now is. Deleting an object that is already being deleted
 // changes nothing and answers like the first delete.
 func (s *Store) Delete(ctx context.Context, ns, name string, opts DeleteOptions) (*Result, error) {
+	if err := s.notVirtual(); err != nil {
+		return nil, err
+	}
 	gr := s.res.GroupResource()
 	switch opts.PropagationPolicy {
 	case "", PropagationOrphan, PropagationBackground, PropagationForeground:

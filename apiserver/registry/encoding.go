@@ -36,7 +36,7 @@ func encodeStored(obj Object) ([]byte, error) {
 		return nil, errors.New("registry: object has no metadata")
 	}
 	var buf bytes.Buffer
-	buf.Grow(512)
+	buf.Grow(4096)
 	buf.WriteByte('{')
 	first := true
 	writeKV := func(k string, v any) error {
@@ -44,14 +44,13 @@ func encodeStored(obj Object) ([]byte, error) {
 			buf.WriteByte(',')
 		}
 		first = false
-		kb, _ := json.Marshal(k)
-		buf.Write(kb)
-		buf.WriteByte(':')
-		vb, err := json.Marshal(v)
+		b := appendJSONString(buf.AvailableBuffer(), k)
+		b = append(b, ':')
+		b, err := appendJSON(b, v)
 		if err != nil {
 			return fmt.Errorf("registry: encoding field %s: %w", k, err)
 		}
-		buf.Write(vb)
+		buf.Write(b)
 		return nil
 	}
 	for _, k := range []string{"apiVersion", "kind"} {

@@ -30,6 +30,7 @@ import (
 // graph is rebuilt from storage, so interrupted work finishes.
 
 type gcNode struct {
+	key        string // storage key
 	store      *Store
 	ns, name   string
 	owners     []gcOwner
@@ -57,8 +58,12 @@ type gcHead struct {
 }
 
 type garbageCollector struct {
-	r          *Registry
+	r *Registry
+	// nodes holds only the objects the collector can act on or for: those
+	// with owner references and those being deleted. Every other object
+	// costs it nothing but a byte scan of each new version.
 	nodes      map[string]*gcNode         // by uid
+	byKey      map[string]string          // storage key -> uid, for nodes
 	dependents map[string]map[string]bool // owner uid -> dependent uids
 	queue      map[string]bool            // uids to look at
 }
@@ -94,6 +99,7 @@ func (gc *garbageCollector) run(ctx context.Context) error {
 	default:
 	}
 	gc.nodes = map[string]*gcNode{}
+	gc.byKey = map[string]string{}
 	gc.dependents = map[string]map[string]bool{}
 	gc.queue = map[string]bool{}
 	prefix := []byte(gc.r.cfg.KeyPrefix)
@@ -119,6 +125,7 @@ func (gc *garbageCollector) run(ctx context.Context) error {
 		}
 	}
 	gc.r.metrics.gcGraph(len(gc.nodes))
+	gc.r.metrics.gcSynced()
 	evs, err := gc.r.cfg.Storage.Watch(ctx, storage.WatchOptions{Prefix: prefix, FromRevision: rev})
 	if err != nil {
 		return err
@@ -173,13 +180,49 @@ func (gc *garbageCollector) apply(ev storage.Event) error {
 	case storage.EventPut:
 		gc.upsert(ev.Key, ev.Value)
 	case storage.EventDelete:
-		if ev.PrevValue != nil {
+		if uid, ok := gc.byKey[string(ev.Key)]; ok {
+			gc.remove(uid)
+			return nil
+		}
+		// An object outside the graph matters only as an owner.
+		if len(gc.dependents) > 0 && ev.PrevValue != nil {
 			if h, ok := decodeHead(ev.PrevValue); ok {
 				gc.remove(h.Metadata.UID)
 			}
 		}
 	}
 	return nil
+}
+
+// mayConcernGC reports whether a stored object may have owner references or
+// a deletion timestamp. It is a conservative byte scan: false means
+// certainly neither (the field names cannot appear unquoted-free anywhere
+// else, and managedFields spell them "f:..."), true means decode and see.
+func mayConcernGC(value []byte) bool {
+	return bytes.Contains(value, []byte(`"ownerReferences"`)) || bytes.Contains(value, []byte(`"deletionTimestamp"`))
+}
+
+// forget drops the node stored under key, if any, and its owner links.
+func (gc *garbageCollector) forget(key []byte) {
+	uid, ok := gc.byKey[string(key)]
+	if !ok {
+		return
+	}
+	delete(gc.byKey, string(key))
+	if n := gc.nodes[uid]; n != nil {
+		gc.unlinkOwners(uid, n)
+	}
+	delete(gc.nodes, uid)
+}
+
+// unlinkOwners removes uid from the dependents of n's owners.
+func (gc *garbageCollector) unlinkOwners(uid string, n *gcNode) {
+	for _, o := range n.owners {
+		delete(gc.dependents[o.UID], uid)
+		if len(gc.dependents[o.UID]) == 0 {
+			delete(gc.dependents, o.UID)
+		}
+	}
 }
 
 func decodeHead(value []byte) (gcHead, bool) {
@@ -196,6 +239,10 @@ func decodeHead(value []byte) (gcHead, bool) {
 
 // upsert records the current state of one stored object.
 func (gc *garbageCollector) upsert(key, value []byte) {
+	gc.forget(key)
+	if !mayConcernGC(value) {
+		return
+	}
 	st := gc.r.storeForKey(key)
 	if st == nil {
 		return
@@ -205,14 +252,16 @@ func (gc *garbageCollector) upsert(key, value []byte) {
 		return
 	}
 	uid := h.Metadata.UID
-	if old := gc.nodes[uid]; old != nil {
-		for _, o := range old.owners {
-			delete(gc.dependents[o.UID], uid)
-		}
-	}
-	n := &gcNode{store: st, ns: h.Metadata.Namespace, name: h.Metadata.Name, owners: h.Metadata.OwnerReferences,
+	n := &gcNode{key: string(key), store: st, ns: h.Metadata.Namespace, name: h.Metadata.Name, owners: h.Metadata.OwnerReferences,
 		finalizers: h.Metadata.Finalizers, deleting: h.Metadata.DeletionTimestamp != nil}
+	if len(n.owners) == 0 && !n.deleting {
+		return
+	}
+	if old := gc.nodes[uid]; old != nil { // the same uid under another key: cannot happen, but stay consistent
+		gc.unlinkOwners(uid, old)
+	}
 	gc.nodes[uid] = n
+	gc.byKey[string(key)] = uid
 	for _, o := range n.owners {
 		if gc.dependents[o.UID] == nil {
 			gc.dependents[o.UID] = map[string]bool{}
@@ -232,11 +281,9 @@ func (gc *garbageCollector) remove(uid string) {
 		gc.queue[dep] = true
 	}
 	if n != nil {
+		delete(gc.byKey, n.key)
+		gc.unlinkOwners(uid, n)
 		for _, o := range n.owners {
-			delete(gc.dependents[o.UID], uid)
-			if len(gc.dependents[o.UID]) == 0 {
-				delete(gc.dependents, o.UID)
-			}
 			gc.queue[o.UID] = true // a foreground owner may be done now
 		}
 	}
@@ -459,7 +506,7 @@ func (r *Registry) storeForKey(key []byte) *Store {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	for _, st := range r.stores {
-		if bytes.HasPrefix(key, st.prefix) {
+		if st.res.Virtual == nil && bytes.HasPrefix(key, st.prefix) {
 			return st
 		}
 	}
@@ -477,7 +524,7 @@ func (r *Registry) storeForKind(apiVersion, kind string) *Store {
 	defer r.mu.RUnlock()
 	var fallback *Store
 	for gvr, st := range r.stores {
-		if gvr.Group != gv.Group || st.res.Kind != kind {
+		if gvr.Group != gv.Group || st.res.Kind != kind || st.res.Virtual != nil {
 			continue
 		}
 		if gvr.Version == gv.Version {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/storage"
+	"github.com/kapi-dev/kapi/watch"
 )
 
 // LabelMatcher selects objects by labels.
@@ -58,6 +59,9 @@ type ListResult struct {
 
 // List returns the objects in namespace ns ("" = all namespaces).
 func (s *Store) List(ctx context.Context, ns string, opts ListOptions) (*ListResult, error) {
+	if err := s.notVirtual(); err != nil {
+		return nil, err
+	}
 	return s.listWithTypeMeta(ctx, ns, opts, !s.res.Options.OmitItemTypeMeta)
 }
 
@@ -68,38 +72,187 @@ const streamPageSize = 500
 // ListStream lists a whole collection (opts.Limit and opts.Continue must be
 // unset) without collecting it: begin is called once with the list's
 // revision before the first item, then emit with each item as it is read
-// from storage. The item slice is reused after emit returns. An error
-// returned before begin was called is the list's own (a Status); after it,
-// the caller has started the response and can only abort it.
+// from storage (or from the watch cache's state, for resourceVersion "0").
+// The item slice is reused after emit returns. An error returned before
+// begin was called is the list's own (a Status); after it, the caller has
+// started the response and can only abort it.
 func (s *Store) ListStream(ctx context.Context, ns string, opts ListOptions, begin func(rev int64) error, emit func(item []byte) error) error {
+	return s.ListStreamReplay(ctx, ns, opts, begin, emit, nil)
+}
+
+// ListReplay reads the items of a streamed list again, from the same
+// snapshot and in the same order, calling emit with each item after the
+// first skip ones (which are neither copied nor passed on).
+type ListReplay func(skip int, emit func(item []byte) error) error
+
+// ListStreamReplay is ListStream; once every item has been emitted, end (if
+// not nil) is called with a ListReplay of the same list, valid until end
+// returns. A second pass lets a caller that must know the size of the whole
+// encoded list before writing it (the protobuf envelope) stream it without
+// holding it: the first pass measures, the second writes. The snapshot of a
+// storage read is its revision (a compaction in between fails the replay);
+// that of a watch-cache read is kept in memory until end returns.
+func (s *Store) ListStreamReplay(ctx context.Context, ns string, opts ListOptions, begin func(rev int64) error, emit func(item []byte) error, end func(replay ListReplay) error) error {
+	if err := s.notVirtual(); err != nil {
+		return err
+	}
 	if opts.Limit > 0 || opts.Continue != "" {
 		return meta.NewInternalError(errors.New("ListStream: limit and continue are not supported"))
 	}
-	_, err := s.list(ctx, ns, opts, !s.res.Options.OmitItemTypeMeta, &listStream{begin: begin, emit: emit})
-	return err
-}
-
-type listStream struct {
-	begin func(rev int64) error
-	emit  func(item []byte) error
-	begun bool
-	buf   []byte
-}
-
-func (ls *listStream) start(rev int64) error {
-	if ls.begun {
+	typeMeta := !s.res.Options.OmitItemTypeMeta
+	prefix := s.listPrefix(ns)
+	rev, _, err := s.listStart(ctx, prefix, opts)
+	if err != nil {
+		return err
+	}
+	var pass ListReplay
+	if opts.ResourceVersion == "0" {
+		if c, objs, crev, ok := s.cacheState(ctx, prefix); ok {
+			rev = crev
+			pass = s.cachePass(ctx, c, objs, opts, typeMeta)
+		}
+	}
+	if pass == nil {
+		// The first page fixes the revision of the snapshot (0: latest).
+		pass = s.storagePass(ctx, prefix, &rev, opts, typeMeta)
+	}
+	begun := false
+	first := func(item []byte) error {
+		if !begun {
+			begun = true
+			if err := begin(rev); err != nil {
+				return err
+			}
+		}
+		return emit(item)
+	}
+	if err := pass(0, first); err != nil {
+		return err
+	}
+	if !begun {
+		begun = true
+		if err := begin(rev); err != nil {
+			return err
+		}
+	}
+	if end == nil {
 		return nil
 	}
-	ls.begun = true
-	return ls.begin(rev)
+	return end(pass)
+}
+
+// cacheState returns the watch cache's state under prefix, if the cache
+// keeps one (see listFromCache).
+func (s *Store) cacheState(ctx context.Context, prefix []byte) (*watch.Cache, []*watch.Object, int64, bool) {
+	c, err := s.watchCache()
+	if err != nil {
+		return nil, nil, 0, false
+	}
+	objs, rev, ok, err := c.List(ctx, prefix)
+	if err != nil || !ok {
+		if err != nil && ctx.Err() == nil {
+			s.reg.cfg.Logger.Warn("watch cache unavailable for a list; reading storage", "resource", s.res.GroupResource().String(), "error", err)
+		}
+		return nil, nil, 0, false
+	}
+	return c, objs, rev, true
+}
+
+// cachePass streams the watch cache's objects: the values are the cache's
+// (shared, never modified), each item is spliced into one reused buffer.
+func (s *Store) cachePass(ctx context.Context, c *watch.Cache, objs []*watch.Object, opts ListOptions, typeMeta bool) ListReplay {
+	filter := selectorFilter(opts.Labels, opts.Fields)
+	return func(skip int, emit func(item []byte) error) error {
+		var buf []byte
+		n := 0
+		for i, o := range objs {
+			if i&255 == 255 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			if filter != nil {
+				a, err := c.Attrs(o)
+				if err != nil {
+					return meta.NewInternalError(fmt.Errorf("reading %s: %w", o.Key, err))
+				}
+				if !filter(a) {
+					continue
+				}
+			}
+			if n++; n <= skip {
+				continue
+			}
+			so, err := parseStored(o.Value)
+			if err != nil {
+				return meta.NewInternalError(fmt.Errorf("reading %s: %w", o.Key, err))
+			}
+			buf = so.appendJSON(buf[:0], o.Revision, typeMeta)
+			if err := emit(buf); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// storagePass streams a list from storage, one page of streamPageSize values
+// at a time, at revision *rev (0: the latest, which the first page then
+// fixes).
+func (s *Store) storagePass(ctx context.Context, prefix []byte, rev *int64, opts ListOptions, typeMeta bool) ListReplay {
+	filtered := opts.Labels != nil || opts.Fields != nil
+	return func(skip int, emit func(item []byte) error) error {
+		var (
+			buf   []byte
+			start []byte
+			n     int
+		)
+		for {
+			page, err := s.reg.cfg.Storage.List(ctx, storage.ListOptions{Prefix: prefix, StartKey: start, Revision: *rev, Limit: streamPageSize})
+			if err != nil {
+				return storageError(err, s.res.GroupResource(), "")
+			}
+			*rev = page.Revision
+			for _, kv := range page.Items {
+				if !filtered && n < skip {
+					n++
+					continue
+				}
+				so, err := parseStored(kv.Value)
+				if err != nil {
+					return meta.NewInternalError(fmt.Errorf("reading %s: %w", kv.Key, err))
+				}
+				if filtered {
+					ok, err := s.matches(so, kv.Revision, opts)
+					if err != nil {
+						return err
+					}
+					if !ok {
+						continue
+					}
+					if n++; n <= skip {
+						continue
+					}
+				}
+				buf = so.appendJSON(buf[:0], kv.Revision, typeMeta)
+				if err := emit(buf); err != nil {
+					return err
+				}
+			}
+			if !page.More {
+				return nil
+			}
+			start = page.NextKey
+		}
+	}
 }
 
 func (s *Store) listWithTypeMeta(ctx context.Context, ns string, opts ListOptions, typeMeta bool) (*ListResult, error) {
-	return s.list(ctx, ns, opts, typeMeta, nil)
+	return s.list(ctx, ns, opts, typeMeta)
 }
 
-// list reads a list; with stream set, items go to it instead of the result.
-func (s *Store) list(ctx context.Context, ns string, opts ListOptions, typeMeta bool, stream *listStream) (*ListResult, error) {
+// list reads a list (one page of it when opts.Limit is set).
+func (s *Store) list(ctx context.Context, ns string, opts ListOptions, typeMeta bool) (*ListResult, error) {
 	prefix := s.listPrefix(ns)
 	rev, start, err := s.listStart(ctx, prefix, opts)
 	if err != nil {
@@ -109,16 +262,6 @@ func (s *Store) list(ctx context.Context, ns string, opts ListOptions, typeMeta 
 	if opts.ResourceVersion == "0" && opts.Continue == "" {
 		// "Any": the watch cache's state may serve it (watch.go).
 		if out, ok, err := s.listFromCache(ctx, ns, opts, typeMeta); ok || err != nil {
-			if err == nil && stream != nil {
-				if err := stream.start(out.ResourceVersion); err != nil {
-					return nil, err
-				}
-				for _, it := range out.Items {
-					if err := stream.emit(it); err != nil {
-						return nil, err
-					}
-				}
-			}
 			return out, err
 		}
 	}
@@ -127,10 +270,8 @@ func (s *Store) list(ctx context.Context, ns string, opts ListOptions, typeMeta 
 	st := s.reg.cfg.Storage
 	for {
 		req := storage.ListOptions{Prefix: prefix, StartKey: start, Revision: rev}
-		if stream != nil {
-			req.Limit = streamPageSize
-		}
 		if opts.Limit > 0 {
+			req.Count = !filtered // remainingItemCount is shown only then
 			req.Limit = opts.Limit - int64(len(out.Items))
 			if filtered && req.Limit < 64 {
 				req.Limit = 64 // read ahead when filtering
@@ -145,11 +286,6 @@ func (s *Store) list(ctx context.Context, ns string, opts ListOptions, typeMeta 
 			return nil, storageError(err, s.res.GroupResource(), "")
 		}
 		rev = page.Revision
-		if stream != nil {
-			if err := stream.start(rev); err != nil {
-				return nil, err
-			}
-		}
 		for i, kv := range page.Items {
 			so, err := parseStored(kv.Value)
 			if err != nil {
@@ -164,18 +300,20 @@ func (s *Store) list(ctx context.Context, ns string, opts ListOptions, typeMeta 
 					continue
 				}
 			}
-			if stream != nil {
-				stream.buf = so.appendJSON(stream.buf[:0], kv.Revision, typeMeta)
-				if err := stream.emit(stream.buf); err != nil {
-					return nil, err
-				}
-				continue
-			}
 			out.Items = append(out.Items, so.appendJSON(nil, kv.Revision, typeMeta))
 			if opts.Limit > 0 && int64(len(out.Items)) >= opts.Limit {
 				more := i < len(page.Items)-1 || page.More
 				if more {
 					next := append(append([]byte{}, kv.Key...), 0)
+					if i == len(page.Items)-1 && page.More {
+						// Resume at the key storage found next, as its
+						// contract asks: storage remembers the count of
+						// the keys left under that key, so that paging
+						// through N keys costs O(N), not O(N²/limit).
+						// (At the token's revision no key lies between
+						// the two.)
+						next = page.NextKey
+					}
 					out.Continue = s.reg.encodeContinue(rev, next[len(s.prefix):])
 					if !filtered {
 						remaining := int64(len(page.Items)-1-i) + max(page.Remaining, 0)

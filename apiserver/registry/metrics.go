@@ -18,6 +18,7 @@ const (
 type controllerMetrics struct {
 	gcActions          *prometheus.CounterVec
 	gcGraphObjects     prometheus.Gauge
+	gcSyncs            prometheus.Counter
 	namespaceFinalized prometheus.Counter
 }
 
@@ -29,14 +30,18 @@ func newControllerMetrics(reg prometheus.Registerer) (*controllerMetrics, error)
 		}, []string{"action"}),
 		gcGraphObjects: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "kapi_garbage_collector_graph_objects",
-			Help: "Number of objects in the garbage collector's graph.",
+			Help: "Number of objects in the garbage collector's graph: those with owner references and those being deleted.",
+		}),
+		gcSyncs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kapi_garbage_collector_syncs_total",
+			Help: "Number of times the garbage collector built its graph from a full list of storage (at start, after a failed watch, and when the set of types changes).",
 		}),
 		namespaceFinalized: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "kapi_namespace_controller_namespaces_finalized_total",
 			Help: "Number of terminating namespaces the namespace controller emptied and finalized.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.gcActions, m.gcGraphObjects, m.namespaceFinalized} {
+	for _, c := range []prometheus.Collector{m.gcActions, m.gcGraphObjects, m.gcSyncs, m.namespaceFinalized} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -51,6 +56,12 @@ func newControllerMetrics(reg prometheus.Registerer) (*controllerMetrics, error)
 func (m *controllerMetrics) gcAction(action string) {
 	if m != nil {
 		m.gcActions.WithLabelValues(action).Inc()
+	}
+}
+
+func (m *controllerMetrics) gcSynced() {
+	if m != nil {
+		m.gcSyncs.Inc()
 	}
 }
 

@@ -198,7 +198,7 @@ func (r *Registry) storeForGroupResource(group, resource string) *Store {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	for gvr, st := range r.stores {
-		if gvr.Group == group && gvr.Resource == resource {
+		if gvr.Group == group && gvr.Resource == resource && st.res.Virtual == nil {
 			return st
 		}
 	}

@@ -53,6 +53,7 @@ type Config struct {
 	// Metrics, when set, is where the controllers register their Prometheus
 	// metrics (kapi_garbage_collector_actions_total,
 	// kapi_garbage_collector_graph_objects,
+	// kapi_garbage_collector_syncs_total,
 	// kapi_namespace_controller_namespaces_finalized_total).
 	Metrics prometheus.Registerer
 }
@@ -163,11 +164,17 @@ func (r *Registry) Register(res Resource) error {
 		return err
 	}
 	gvr := meta.GroupVersionResource{Group: res.Group, Version: res.Version, Resource: res.Resource}
-	if err := r.recordType(&res); err != nil {
-		return err
+	if res.Virtual == nil { // a virtual type stores nothing
+		if err := r.recordType(&res); err != nil {
+			return err
+		}
 	}
 	r.mu.Lock()
 	for other, st := range r.stores {
+		if other != gvr && other.Group == res.Group && other.Resource == res.Resource && (st.res.Virtual == nil) != (res.Virtual == nil) {
+			r.mu.Unlock()
+			return fmt.Errorf("registry: %s cannot be both virtual and stored (version %s)", res.GroupResource(), other.Version)
+		}
 		if other == gvr || other.Group != res.Group || other.Version != res.Version {
 			continue
 		}

@@ -65,6 +65,11 @@ type Resource struct {
 	// Options tune the generic lifecycle where built-in and custom types of
 	// Kubernetes differ.
 	Options Options
+	// Virtual, when set, makes the type virtual: nothing is stored, and
+	// each verb it serves is a host function (a review endpoint such as
+	// SelfSubjectAccessReview, or computed objects). Subresources, Strategy
+	// (except Validate) and Options do not apply. See Virtual.
+	Virtual *Virtual
 }
 
 // Options tune how the generic store treats a resource, for the few places
@@ -95,6 +100,11 @@ type Subresources struct {
 	Status bool
 	// Scale, when set, enables the /scale subresource.
 	Scale *Scale
+	// Custom are host-implemented subresources by name (e.g. "restart",
+	// "log"), served at /<resource>/<name>/<subresource> and authorized as
+	// "<resource>/<subresource>". The names status, scale and finalize are
+	// reserved. See Subresource.
+	Custom map[string]Subresource
 }
 
 // Scale maps the /scale subresource onto an object's fields.
@@ -221,6 +231,9 @@ func (r *Resource) complete() error {
 		if !strings.HasPrefix(sc.SpecReplicasPath, ".") || !strings.HasPrefix(sc.StatusReplicasPath, ".") {
 			return fmt.Errorf("registry: %s: scale replicas paths must be JSON paths like .spec.replicas", r.GroupResource())
 		}
+	}
+	if err := r.completeExtensions(); err != nil {
+		return err
 	}
 	for _, c := range r.PrinterColumns {
 		if c.Name == "" || !columnTypeRE.MatchString(c.Type) || (c.Value == nil && !strings.HasPrefix(c.JSONPath, ".")) {

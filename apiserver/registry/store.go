@@ -173,6 +173,9 @@ func (s *Store) waitForRevision(ctx context.Context, rv int64) error {
 // Create stores a new object in namespace ns. obj is the decoded request body;
 // the store takes ownership of it.
 func (s *Store) Create(ctx context.Context, ns string, obj Object, opts WriteOptions) (*Result, error) {
+	if err := s.notVirtual(); err != nil {
+		return nil, err
+	}
 	res := s.res
 	gr := res.GroupResource()
 	md, warnings, err := s.prepareBody(obj, ns, opts)
@@ -254,6 +257,9 @@ func (s *Store) Create(ctx context.Context, ns string, obj Object, opts WriteOpt
 
 // Update replaces the object ns/name with obj (a PUT). The object must exist.
 func (s *Store) Update(ctx context.Context, ns, name string, obj Object, opts WriteOptions) (*Result, error) {
+	if err := s.notVirtual(); err != nil {
+		return nil, err
+	}
 	res := s.res
 	gr := res.GroupResource()
 	md, warnings, err := s.prepareBody(obj, ns, opts)

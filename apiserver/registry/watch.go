@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -43,6 +42,9 @@ type WatchOptions struct {
 // an ERROR event carries the Status (410 Expired for a resourceVersion older
 // than the retained history, 504 for a start state storage has not reached).
 func (s *Store) Watch(ctx context.Context, ns string, opts WatchOptions) (*watch.Watcher, error) {
+	if err := s.notVirtual(); err != nil {
+		return nil, err
+	}
 	if opts.Encoder == nil {
 		return nil, meta.NewInternalError(errors.New("watch without an encoder"))
 	}
@@ -287,7 +289,9 @@ func selectorFilter(l LabelMatcher, f FieldMatcher) func(any) bool {
 
 // listFromCache serves a list at resourceVersion "0" ("any") from the watch
 // cache's state. ok is false when the cache keeps no state; the caller then
-// reads storage.
+// reads storage. As in kube-apiserver, a limit is ignored: the whole
+// (selected) collection comes back in one response without a continue
+// token, which spares an informer's first sync its pages.
 func (s *Store) listFromCache(ctx context.Context, ns string, opts ListOptions, typeMeta bool) (_ *ListResult, ok bool, _ error) {
 	c, err := s.watchCache()
 	if err != nil {
@@ -302,7 +306,7 @@ func (s *Store) listFromCache(ctx context.Context, ns string, opts ListOptions, 
 	}
 	filter := selectorFilter(opts.Labels, opts.Fields)
 	out := &ListResult{ResourceVersion: rev}
-	for i, o := range objs {
+	for _, o := range objs {
 		if filter != nil {
 			a, err := c.Attrs(o)
 			if err != nil {
@@ -317,17 +321,6 @@ func (s *Store) listFromCache(ctx context.Context, ns string, opts ListOptions, 
 			return nil, true, meta.NewInternalError(fmt.Errorf("reading %s: %w", o.Key, err))
 		}
 		out.Items = append(out.Items, so.appendJSON(nil, o.Revision, typeMeta))
-		if opts.Limit > 0 && int64(len(out.Items)) >= opts.Limit {
-			if i < len(objs)-1 {
-				next := append(bytes.Clone(o.Key), 0)
-				out.Continue = s.reg.encodeContinue(rev, next[len(s.prefix):])
-				if filter == nil {
-					remaining := int64(len(objs) - 1 - i)
-					out.RemainingItemCount = &remaining
-				}
-			}
-			break
-		}
 	}
 	return out, true, nil
 }

@@ -1,8 +1,9 @@
 // Command quickstart is a standalone kapi server on the embedded Badger store.
 // It serves core v1 namespaces and configmaps and the example.dev/v1 widgets
-// type over HTTPS (a CA, a serving certificate and an admin token are created
-// in <data-dir>/pki on first start), and writes a kubeconfig so that kubectl
-// works with no set-up:
+// type (with the custom subresources widgets/restart, widgets/log and
+// widgets/health: docs/extension.md) over HTTPS (a CA, a serving
+// certificate and an admin token are created in <data-dir>/pki on first
+// start), and writes a kubeconfig so that kubectl works with no set-up:
 //
 //	go run ./examples/quickstart
 //	kubectl --kubeconfig ./data/kubeconfig get widgets
@@ -59,6 +60,7 @@ func run() error {
 	etcdCert := flag.String("etcd-certfile", "", "client certificate for etcd (with --etcd-keyfile)")
 	etcdKey := flag.String("etcd-keyfile", "", "client key for etcd")
 	auditLog := flag.String("audit-log", "", "append an audit record per request to this file, as JSON lines")
+	pprofListen := flag.String("pprof-listen", "", "serve Go's net/http/pprof profiles on this separate address (loopback only; off by default)")
 	shutdownTimeout := flag.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long in-flight requests may take to finish before they are cut off (watches end at once)")
 	flag.Parse()
 
@@ -80,6 +82,14 @@ func run() error {
 		return fmt.Errorf("opening storage: %w", err)
 	}
 	defer store.Close()
+
+	if *pprofListen != "" {
+		stopPprof, err := servePprof(*pprofListen, logger)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+	}
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

@@ -37,8 +37,13 @@ type WidgetStatus struct {
 	Selector string `json:"selector,omitempty"`
 }
 
-// widgets is the registration of example.dev/v1 widgets.
+// widgets is the registration of example.dev/v1 widgets, with the custom
+// subresources restart, log and health (extension.go).
 func widgets() (registry.Resource, error) {
+	custom, err := widgetSubresources()
+	if err != nil {
+		return registry.Resource{}, err
+	}
 	return registry.ForType[Widget](registry.Resource{
 		Group:      "example.dev",
 		Version:    "v1",
@@ -54,6 +59,7 @@ func widgets() (registry.Resource, error) {
 				StatusReplicasPath: ".status.replicas",
 				LabelSelectorPath:  ".status.selector",
 			},
+			Custom: custom,
 		},
 		// kubectl get widgets --field-selector spec.color=red
 		SelectableFields: []string{".spec.color", ".status.phase"},

@@ -395,3 +395,47 @@ func snapshotDir(t *testing.T, dir string) string {
 func listAll(prefix string) storage.ListOptions {
 	return storage.ListOptions{Prefix: []byte(prefix)}
 }
+
+// Tables keep the compression they were written with: a store written with
+// Compress reads back without it, and the other way round.
+func TestCompressionChangesBetweenRuns(t *testing.T) {
+	dir := t.TempDir()
+	value := bytes.Repeat([]byte("compressible json "), 120)
+	write := func(s *Store, from, to int) {
+		for i := from; i < to; i++ {
+			if _, err := s.Create(t.Context(), fmt.Appendf(nil, "k%05d", i), value); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	check := func(s *Store, n int) {
+		t.Helper()
+		res, err := s.List(t.Context(), storage.ListOptions{Prefix: []byte("k")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Items) != n {
+			t.Fatalf("%d keys, want %d", len(res.Items), n)
+		}
+		for _, kv := range res.Items {
+			if !bytes.Equal(kv.Value, value) {
+				t.Fatalf("%s: value differs", kv.Key)
+			}
+		}
+	}
+	for run, compress := range []bool{true, false, true} {
+		s, err := Open(testOptions(t, dir).WithCompress(compress).WithBlockCacheSize(0))
+		if err != nil {
+			t.Fatalf("run %d (compress %v): %v", run, compress, err)
+		}
+		check(s, run*500)
+		write(s, run*500, (run+1)*500)
+		check(s, (run+1)*500)
+		if err := s.Close(); err != nil { // flushes the memtable to a table
+			t.Fatal(err)
+		}
+		if tables, _ := filepath.Glob(filepath.Join(dir, "*.sst")); len(tables) <= run {
+			t.Fatalf("after run %d: %d tables on disk; the test means to read tables of each kind", run, len(tables))
+		}
+	}
+}

@@ -16,8 +16,8 @@ const (
 	DefaultCompactionInterval = 30 * time.Second
 	DefaultMaxBatchWrites     = 1024
 	DefaultWatchBufferSize    = 10_000
-	DefaultMemTableSize       = 64 << 20 // 64 MiB, Badger's own default
-	DefaultBlockCacheSize     = 256 << 20
+	DefaultMemTableSize       = 32 << 20 // 32 MiB: half of Badger's default, see MemTableSize
+	DefaultBlockCacheSize     = 64 << 20 // with Compress only
 
 	// maxKeyLimit is Badger's key limit (65000) minus kapi's key prefix and
 	// some room; MaxKeySize may not exceed it.
@@ -82,11 +82,25 @@ type Options struct {
 	// catches up from the change log (see Store.Watch). Default 10,000.
 	WatchBufferSize int
 
-	// MemTableSize is Badger's memtable size in bytes. Default 64 MiB; at
-	// least 8 MiB. It bounds MaxValueSize (see there).
+	// MemTableSize is Badger's memtable size in bytes. Default 32 MiB; at
+	// least 8 MiB. It bounds MaxValueSize (see there). Each memtable's arena
+	// (about 1.3 times this size) is allocated up front on the Go heap, where
+	// the garbage collector counts it as live and paces to twice the live
+	// heap: a smaller memtable lowers the process's memory by about three
+	// times the difference, for more frequent (smaller) flushes to disk.
 	MemTableSize int64
 
-	// BlockCacheSize is Badger's block cache size in bytes. Default 256 MiB.
+	// Compress stores Badger's tables Snappy-compressed: smaller on disk
+	// when objects compress well, at the CPU cost of compressing at every
+	// flush and compaction and decompressing blocks on reads, which then
+	// need a block cache (BlockCacheSize). Default false: tables are read
+	// straight from their memory-mapped files, with nothing to cache and no
+	// heap memory spent on blocks. Tables keep the compression they were
+	// written with, so the setting can change between runs.
+	Compress bool
+
+	// BlockCacheSize is Badger's cache of decompressed blocks, in bytes.
+	// Default: 64 MiB with Compress, none without (blocks are read in place).
 	BlockCacheSize int64
 
 	// SkipTableVerification skips reading every table and checking its
@@ -108,7 +122,6 @@ func DefaultOptions(dir string) Options {
 		MaxBatchWrites:     DefaultMaxBatchWrites,
 		WatchBufferSize:    DefaultWatchBufferSize,
 		MemTableSize:       DefaultMemTableSize,
-		BlockCacheSize:     DefaultBlockCacheSize,
 	}
 }
 
@@ -157,10 +170,14 @@ func (o Options) WithMaxBatchWrites(n int) Options { o.MaxBatchWrites = n; retur
 // WithWatchBufferSize returns o with WatchBufferSize set. Default 10,000 events.
 func (o Options) WithWatchBufferSize(n int) Options { o.WatchBufferSize = n; return o }
 
-// WithMemTableSize returns o with MemTableSize set. Default 64 MiB.
+// WithMemTableSize returns o with MemTableSize set. Default 32 MiB.
 func (o Options) WithMemTableSize(n int64) Options { o.MemTableSize = n; return o }
 
-// WithBlockCacheSize returns o with BlockCacheSize set. Default 256 MiB.
+// WithCompress returns o with Compress set. Default false.
+func (o Options) WithCompress(v bool) Options { o.Compress = v; return o }
+
+// WithBlockCacheSize returns o with BlockCacheSize set. Default 64 MiB with
+// Compress, none without.
 func (o Options) WithBlockCacheSize(n int64) Options { o.BlockCacheSize = n; return o }
 
 // WithSkipTableVerification returns o with SkipTableVerification set.
@@ -194,8 +211,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.MemTableSize == 0 {
 		o.MemTableSize = def.MemTableSize
 	}
-	if o.BlockCacheSize == 0 {
-		o.BlockCacheSize = def.BlockCacheSize
+	if o.BlockCacheSize == 0 && o.Compress {
+		o.BlockCacheSize = DefaultBlockCacheSize
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -47,8 +47,8 @@ func (s *Store) Get(ctx context.Context, key []byte, revision int64) (storage.Ke
 }
 
 // List returns a page of the keys under opts.Prefix as of one snapshot.
-// Remaining is exact: a first page counts the rest of the snapshot with a
-// key-only iteration and remembers the count for its NextKey, so that the
+// With opts.Count, Remaining is exact: a first page counts the rest of the
+// snapshot and remembers the count for its NextKey, so that the
 // continuation pages (which start at that key, at the same revision) derive
 // theirs without counting again; a snapshot never changes, so the count
 // stays right.
@@ -88,7 +88,7 @@ func (s *Store) List(ctx context.Context, opts storage.ListOptions) (storage.Lis
 
 	res := storage.ListResult{Revision: rev}
 	var known int64 = -1 // keys from start on, if a previous page counted them
-	if opts.Limit > 0 && opts.StartKey != nil {
+	if opts.Limit > 0 && opts.StartKey != nil && opts.Count {
 		known = s.counts.get(rev, opts.Prefix, opts.StartKey)
 	}
 	n := 0
@@ -103,6 +103,10 @@ func (s *Store) List(ctx context.Context, opts storage.ListOptions) (storage.Lis
 			if !res.More {
 				res.More = true
 				res.NextKey = item.KeyCopy(nil)[1:]
+				if !opts.Count {
+					res.Remaining = -1
+					break
+				}
 				if known >= 0 {
 					res.Remaining = known - opts.Limit
 					break
@@ -118,7 +122,7 @@ func (s *Store) List(ctx context.Context, opts storage.ListOptions) (storage.Lis
 		}
 		res.Items = append(res.Items, kv)
 	}
-	if res.More {
+	if res.More && opts.Count {
 		s.counts.put(rev, opts.Prefix, res.NextKey, res.Remaining)
 	}
 	return res, nil

@@ -194,6 +194,7 @@ func badgerOptions(o Options) bdb.Options {
 		WithNumVersionsToKeep(1).  // below the discard timestamp only; all newer versions are kept
 		WithExternalMagic(externalMagic).
 		WithMemTableSize(o.MemTableSize).
+		WithCompression(compression(o.Compress)).
 		WithBlockCacheSize(o.BlockCacheSize).
 		WithValueThreshold(1 << 20).   // every value (< chunkSize + header) stays in the LSM
 		WithValueLogFileSize(1 << 20). // Badger's minimum: the value log stays empty
@@ -202,6 +203,13 @@ func badgerOptions(o Options) bdb.Options {
 		// an error, not garbage. (OnTableRead would make Badger skip a
 		// corrupt table at open, silently losing its data.)
 		WithChecksumVerificationMode(options.OnBlockRead)
+}
+
+func compression(on bool) options.CompressionType {
+	if on {
+		return options.Snappy
+	}
+	return options.None
 }
 
 // openBadger opens Badger in managed mode. Badger asserts by panicking in a

@@ -115,9 +115,13 @@ func testListPaging(t *testing.T, s *suite) {
 		t.Fatalf("full list: %d items, want %d", len(full.Items), n)
 	}
 
-	for _, limit := range []int64{1, 7, 24, 25} {
+	for _, c := range []struct {
+		limit int64
+		count bool
+	}{{1, true}, {7, true}, {24, true}, {25, true}, {1, false}, {7, false}, {24, false}} {
+		limit := c.limit
 		var got []storage.KeyValue
-		opts := storage.ListOptions{Prefix: []byte("list/"), Limit: limit}
+		opts := storage.ListOptions{Prefix: []byte("list/"), Limit: limit, Count: c.count}
 		var rev int64
 		for page := 1; ; page++ {
 			res := list(t, st, opts)
@@ -134,7 +138,14 @@ func testListPaging(t *testing.T, s *suite) {
 			if res.More != (left > 0) {
 				t.Fatalf("limit %d page %d: More = %v with %d left", limit, page, res.More, left)
 			}
-			s.checkRemaining(t, fmt.Sprintf("limit %d page %d", limit, page), res.Remaining, left)
+			switch {
+			case c.count:
+				s.checkRemaining(t, fmt.Sprintf("limit %d page %d", limit, page), res.Remaining, left)
+			case res.More && res.Remaining != -1 && res.Remaining != left:
+				t.Errorf("limit %d page %d without Count: Remaining = %d, want -1 or %d", limit, page, res.Remaining, left)
+			case !res.More && res.Remaining != 0:
+				t.Errorf("limit %d last page without Count: Remaining = %d, want 0", limit, res.Remaining)
+			}
 			if !res.More {
 				if res.NextKey != nil {
 					t.Errorf("limit %d last page: NextKey %q", limit, res.NextKey)
@@ -164,7 +175,7 @@ func testListSnapshotIsolation(t *testing.T, s *suite) {
 	for i := range n {
 		revs[i] = create(t, st, listKey(i), fmt.Sprintf("v%d", i))
 	}
-	first := list(t, st, storage.ListOptions{Prefix: []byte("list/"), Limit: 10})
+	first := list(t, st, storage.ListOptions{Prefix: []byte("list/"), Limit: 10, Count: true})
 	s.checkRemaining(t, "page 1", first.Remaining, n-10)
 
 	// Changes after the first page: update and delete keys on later pages,
@@ -198,7 +209,7 @@ func testListSnapshotIsolation(t *testing.T, s *suite) {
 	defer func() { close(stop); wg.Wait() }()
 
 	got := append([]storage.KeyValue(nil), first.Items...)
-	opts := storage.ListOptions{Prefix: []byte("list/"), Limit: 10, StartKey: first.NextKey, Revision: first.Revision}
+	opts := storage.ListOptions{Prefix: []byte("list/"), Limit: 10, StartKey: first.NextKey, Revision: first.Revision, Count: true}
 	for page := 2; ; page++ {
 		res := list(t, st, opts)
 		if res.Revision != first.Revision {

@@ -1,0 +1,60 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/storage/badger"
+)
+
+// Allocation budgets of the read paths, which are deterministic enough to
+// count (a count, not a time: it does not depend on the machine). A change
+// that makes gets or list items allocate more fails here; raise a budget
+// only with a reason. The benchmarks (bench_test.go) show the same counts
+// with -benchmem.
+func TestHotPathAllocationBudgets(t *testing.T) {
+	store, err := badger.Open(badger.InMemoryOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	api, err := New(context.Background(), Config{Storage: store, AllowAnonymous: true, DisableControllers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { api.Close() })
+	if err := api.Register(registry.ConfigMaps()); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 1000; i++ {
+		rec := httptest.NewRecorder()
+		api.ServeHTTP(rec, httptest.NewRequest("POST", cmPath, strings.NewReader(fmt.Sprintf(`{"metadata":{"name":"cm-%04d","labels":{"app":"x"}},"data":{"v":%q}}`, i, benchValue))))
+		if rec.Code != 201 {
+			t.Fatalf("create: %d %s", rec.Code, rec.Body)
+		}
+	}
+	measure := func(path string) float64 {
+		return testing.AllocsPerRun(50, func() {
+			rec := httptest.NewRecorder()
+			api.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+			if rec.Code != 200 {
+				t.Fatalf("GET %s: %d", path, rec.Code)
+			}
+		})
+	}
+	get := measure(cmPath + "/cm-0042")
+	list100 := measure(cmPath + "?limit=100")
+	list1000 := measure(cmPath + "?limit=1000")
+	perItem := (list1000 - list100) / 900
+	t.Logf("allocations: get %.0f, list of 100 %.0f, list of 1000 %.0f (%.2f per item)", get, list100, list1000, perItem)
+	if budget := 64.0; get > budget {
+		t.Errorf("a get allocates %.0f times, budget %.0f", get, budget)
+	}
+	if budget := 8.0; perItem > budget {
+		t.Errorf("a list allocates %.2f times per item, budget %.0f", perItem, budget)
+	}
+}

@@ -1,0 +1,98 @@
+package codec
+
+import (
+	"hash/maphash"
+	"sync"
+)
+
+// ProtobufCache remembers the protobuf encoding of JSON objects, so that an
+// object version read again and again (list after list, an informer's
+// relist) is transcoded once. It is keyed by the message and a 128-bit
+// keyed hash of the JSON bytes (two independent maphash seeds chosen per
+// cache), so it needs no knowledge of keys or revisions and serves lists,
+// gets and watch events alike; a false hit would need a 128-bit collision.
+// It holds at most about maxBytes of encodings and forgets the oldest
+// first. A nil *ProtobufCache transcodes every time. It is safe for
+// concurrent use.
+type ProtobufCache struct {
+	max          int
+	seed1, seed2 maphash.Seed
+
+	mu    sync.Mutex
+	m     map[pbKey][]byte
+	fifo  []pbKey // insertion order; head is the oldest
+	head  int
+	bytes int
+}
+
+type pbKey struct {
+	msg    *Message
+	h1, h2 uint64
+}
+
+// NewProtobufCache returns a cache holding up to maxBytes of encodings
+// (nil when maxBytes <= 0: no caching).
+func NewProtobufCache(maxBytes int) *ProtobufCache {
+	if maxBytes <= 0 {
+		return nil
+	}
+	return &ProtobufCache{max: maxBytes, seed1: maphash.MakeSeed(), seed2: maphash.MakeSeed(), m: map[pbKey][]byte{}}
+}
+
+// AppendProtobuf appends m's protobuf encoding of the JSON object data to
+// dst, from the cache when data was encoded before; t does the transcoding
+// on a miss.
+func (c *ProtobufCache) AppendProtobuf(t *Transcoder, dst []byte, m *Message, data []byte) ([]byte, error) {
+	if c == nil {
+		return t.AppendProtobuf(dst, m, data)
+	}
+	k := pbKey{msg: m, h1: maphash.Bytes(c.seed1, data), h2: maphash.Bytes(c.seed2, data)}
+	c.mu.Lock()
+	enc, ok := c.m[k]
+	c.mu.Unlock()
+	if ok {
+		return append(dst, enc...), nil
+	}
+	start := len(dst)
+	dst, err := t.AppendProtobuf(dst, m, data)
+	if err != nil {
+		return dst, err
+	}
+	if n := len(dst) - start; n <= c.max/16 {
+		c.add(k, append([]byte(nil), dst[start:]...))
+	}
+	return dst, nil
+}
+
+func (c *ProtobufCache) add(k pbKey, enc []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[k]; ok {
+		return
+	}
+	c.m[k] = enc
+	c.fifo = append(c.fifo, k)
+	c.bytes += len(enc)
+	for c.bytes > c.max && c.head < len(c.fifo) {
+		old := c.fifo[c.head]
+		c.fifo[c.head] = pbKey{}
+		c.head++
+		c.bytes -= len(c.m[old])
+		delete(c.m, old)
+	}
+	// Compact the queue once its consumed head dominates it.
+	if c.head > 1024 && c.head*2 > len(c.fifo) {
+		c.fifo = append(c.fifo[:0], c.fifo[c.head:]...)
+		c.head = 0
+	}
+}
+
+// Len reports the number of cached encodings and their total size.
+func (c *ProtobufCache) Len() (entries, bytes int) {
+	if c == nil {
+		return 0, 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m), c.bytes
+}
