@@ -64,9 +64,13 @@ func (s *Server) streamList(w http.ResponseWriter, r *http.Request, st *registry
 	case c.As == "" && c.Format == codec.FormatProtobuf:
 		var t codec.Transcoder
 		msg := res.Protobuf
+		var encoding func(item []byte) ([]byte, error)
+		if s.pbCache != nil {
+			encoding = func(item []byte) ([]byte, error) { return s.pbCache.Encoding(&t, msg, item) }
+		}
 		err = streamProtobufList(ctx, st, ns, opts, sw, s.protobufListBuffer, res.APIVersion(), res.ListKind, 1, 2, func(dst, item []byte) ([]byte, error) {
 			return s.pbCache.AppendProtobuf(&t, dst, msg, item)
-		})
+		}, encoding, s.pbCache.Max())
 	case c.As == codec.AsTable && c.Format == codec.FormatJSON:
 		include, ierr := tableInclude(r)
 		if ierr != nil {
@@ -123,7 +127,7 @@ func (s *Server) streamList(w http.ResponseWriter, r *http.Request, st *registry
 		var t codec.Transcoder
 		err = streamProtobufList(ctx, st, ns, opts, sw, s.protobufListBuffer, codec.MetaGroup+"/"+c.Version, codec.AsPartialObjectMetadataList, metaField, itemsField, func(dst, item []byte) ([]byte, error) {
 			return t.AppendProtobuf(dst, codec.PartialObjectMetadataMessage, item)
-		})
+		}, nil, 0)
 	default:
 		sw.release()
 		return false
@@ -199,8 +203,15 @@ var errListChanged = errors.New("the list changed between its two passes")
 // streamProtobufList writes a list in the Kubernetes protobuf envelope:
 // ListMeta in metaField and each item, as appendItem encodes it, in
 // itemsField (see the comment at the top of this file).
+//
+// With encoding set (items whose encodings the protobuf cache keeps), the
+// items past the buffer are not measured and read again in a second pass:
+// the list keeps references to their (immutable) encodings, up to refLimit
+// bytes of them, and writes them after the buffer in one pass. Past
+// refLimit it falls back to measuring and a second pass.
 func streamProtobufList(ctx context.Context, st *registry.Store, ns string, opts registry.ListOptions, sw *streamWriter, bufLimit int,
-	apiVersion, kind string, metaField, itemsField protowire.Number, appendItem func(dst, item []byte) ([]byte, error)) error {
+	apiVersion, kind string, metaField, itemsField protowire.Number, appendItem func(dst, item []byte) ([]byte, error),
+	encoding func(item []byte) ([]byte, error), refLimit int) error {
 	bp := protoBufs.Get().(*[]byte)
 	body := (*bp)[:0]
 	defer func() {
@@ -213,7 +224,10 @@ func streamProtobufList(ctx context.Context, st *registry.Store, ns string, opts
 		scratch  []byte
 		buffered int // items encoded in body
 		over     bool
-		rest     int // encoded size of the items after them
+		rest     int      // encoded size of the items after them
+		refs     [][]byte // encodings of the items after them, while they fit refLimit
+		refBytes int
+		reread   bool // the items after them must be read again
 	)
 	encodeErr := func(err error) error {
 		return meta.NewInternalError(fmt.Errorf("encoding a %s item as protobuf: %w", kind, err))
@@ -246,6 +260,22 @@ func streamProtobufList(ctx context.Context, st *registry.Store, ns string, opts
 			buffered++
 			return nil
 		}
+		if encoding != nil && !reread {
+			enc, err := encoding(item)
+			if err != nil {
+				return encodeErr(err)
+			}
+			if refBytes+len(enc) <= refLimit {
+				refs = append(refs, enc)
+				refBytes += len(enc)
+				rest += protowire.SizeTag(itemsField) + protowire.SizeBytes(len(enc))
+				return nil
+			}
+			refs, reread = nil, true // too much to hold: measure the rest, read it again
+			rest += protowire.SizeTag(itemsField) + protowire.SizeBytes(len(enc))
+			return nil
+		}
+		reread = true
 		if scratch, err = appendItem(scratch[:0], item); err != nil {
 			return encodeErr(err)
 		}
@@ -261,7 +291,20 @@ func streamProtobufList(ctx context.Context, st *registry.Store, ns string, opts
 		if _, err := sw.Write(body); err != nil {
 			return err
 		}
-		if over {
+		if over && !reread {
+			prefix := make([]byte, 0, 16)
+			for _, enc := range refs {
+				prefix = protowire.AppendTag(prefix[:0], itemsField, protowire.BytesType)
+				prefix = protowire.AppendVarint(prefix, uint64(len(enc)))
+				if _, err := sw.Write(prefix); err != nil {
+					return err
+				}
+				if _, err := sw.Write(enc); err != nil {
+					return err
+				}
+			}
+		}
+		if over && reread {
 			written := 0
 			prefix := make([]byte, 0, 16)
 			err := replay(buffered, func(item []byte) error {

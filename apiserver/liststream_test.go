@@ -177,10 +177,20 @@ func protobufItems(t *testing.T, body []byte, msg *codec.Message, itemsField pro
 // JSON, protobuf and PartialObjectMetadataList, cell for cell for Tables
 // (ages aside), in namespaces, across all namespaces, with selectors, from
 // the watch cache, empty and small (plain, Content-Length) or large (gzip
-// when asked; protobuf past its buffer, in two passes).
+// when asked; protobuf past its buffer: in one pass from the encoding
+// cache, and in two passes without it).
 func TestListStreamRepresentations(t *testing.T) {
+	// The cache's size also bounds the encodings a list holds references
+	// to: a small one makes long lists fall back to the second pass.
+	for _, cache := range []int{32 << 20, 96 << 10, 0} {
+		t.Run(fmt.Sprintf("cache=%d", cache), func(t *testing.T) { testListStreamRepresentations(t, cache) })
+	}
+}
+
+func testListStreamRepresentations(t *testing.T, cacheBytes int) {
 	api, _, ts := newStreamTestServer(t)
-	api.protobufListBuffer = 64 << 10 // force the two-pass protobuf list
+	api.protobufListBuffer = 64 << 10 // past the buffer: references to cached encodings, or two passes
+	api.pbCache = codec.NewProtobufCache(cacheBytes)
 
 	const (
 		pb    = "application/vnd.kubernetes.protobuf"
@@ -319,6 +329,7 @@ func TestListStreamRepresentations(t *testing.T) {
 func TestListStreamErrors(t *testing.T) {
 	api, fs, ts := newStreamTestServer(t)
 	api.protobufListBuffer = 64 << 10
+	api.pbCache = nil // the two-pass protobuf list: its second pass can fail
 	const pb = "application/vnd.kubernetes.protobuf"
 	for _, tc := range []struct {
 		accept, enc string

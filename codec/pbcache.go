@@ -64,6 +64,38 @@ func (c *ProtobufCache) AppendProtobuf(t *Transcoder, dst []byte, m *Message, da
 	return dst, nil
 }
 
+// Encoding returns m's protobuf encoding of the JSON object data as a slice
+// the caller must not modify: the cached one on a hit, otherwise a new one
+// (also cached). Holding it keeps it alive even after the cache forgets it.
+func (c *ProtobufCache) Encoding(t *Transcoder, m *Message, data []byte) ([]byte, error) {
+	if c == nil {
+		return t.AppendProtobuf(nil, m, data)
+	}
+	k := pbKey{msg: m, h1: maphash.Bytes(c.seed1, data), h2: maphash.Bytes(c.seed2, data)}
+	c.mu.Lock()
+	enc, ok := c.m[k]
+	c.mu.Unlock()
+	if ok {
+		return enc, nil
+	}
+	enc, err := t.AppendProtobuf(nil, m, data)
+	if err != nil {
+		return nil, err
+	}
+	if len(enc) <= c.max/16 {
+		c.add(k, enc)
+	}
+	return enc, nil
+}
+
+// Max is the cache's bound in bytes (0 for a nil cache).
+func (c *ProtobufCache) Max() int {
+	if c == nil {
+		return 0
+	}
+	return c.max
+}
+
 func (c *ProtobufCache) add(k pbKey, enc []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
