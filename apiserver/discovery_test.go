@@ -77,13 +77,18 @@ func TestDiscovery(t *testing.T) {
 	if err := json.Unmarshal(r.body, &agg); err != nil {
 		t.Fatal(err)
 	}
-	if agg.Kind != "APIGroupDiscoveryList" || len(agg.Items) != 2 || agg.Items[0].Metadata.Name != "authorization.k8s.io" || agg.Items[1].Metadata.Name != "example.dev" {
+	if agg.Kind != "APIGroupDiscoveryList" || len(agg.Items) != 3 || agg.Items[0].Metadata.Name != "apiextensions.k8s.io" ||
+		agg.Items[1].Metadata.Name != "authorization.k8s.io" || agg.Items[2].Metadata.Name != "example.dev" {
 		t.Fatalf("aggregated /apis: %s", r.body)
 	}
-	if ssar := agg.Items[0].Versions[0].Resources[0]; ssar.Resource != "selfsubjectaccessreviews" || strings.Join(ssar.Verbs, ",") != "create" {
+	if crd := agg.Items[0].Versions[0].Resources[0]; crd.Resource != "customresourcedefinitions" || crd.Scope != "Cluster" ||
+		strings.Join(crd.Verbs, ",") != "get,list" || strings.Join(crd.ShortNames, ",") != "crd,crds" {
+		t.Fatalf("customresourcedefinitions discovery: %+v", crd)
+	}
+	if ssar := agg.Items[1].Versions[0].Resources[0]; ssar.Resource != "selfsubjectaccessreviews" || strings.Join(ssar.Verbs, ",") != "create" {
 		t.Fatalf("selfsubjectaccessreviews discovery: %+v", ssar)
 	}
-	res := agg.Items[1].Versions[0].Resources[0]
+	res := agg.Items[2].Versions[0].Resources[0]
 	if res.Resource != "widgets" || res.Scope != "Namespaced" || res.ResponseKind.Kind != "Widget" || len(res.Subresources) != 2 || res.Subresources[0].Subresource != "status" || res.Subresources[1].Subresource != "scale" {
 		t.Fatalf("aggregated widgets: %+v", res)
 	}

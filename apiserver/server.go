@@ -228,6 +228,13 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	crds, err := s.customResourceDefinitions() // a read-only view of the custom types (crdview.go)
+	if err == nil {
+		err = reg.Register(crds)
+	}
+	if err != nil {
+		return nil, err
+	}
 	if err := s.ensureNamespaces(ctx); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -277,14 +278,13 @@ func TestExtensionKubectl(t *testing.T) {
 		t.Errorf("api-resources: %v\n%s", row, out)
 	}
 
-	// kubectl create -f of a review. --validate=false: a create-only kind
-	// has no PATCH operation in OpenAPI v3 or v2, so kubectl cannot tell
-	// whether the server validates fields; it then lists
-	// apiextensions.k8s.io/v1 customresourcedefinitions to see whether the
-	// kind is a CRD before validating on the client with the protobuf
-	// OpenAPI v2 document, and kapi serves no CRDs (docs/extension.md,
-	// "Limits"). With a CRD list, kubectl validates it against kapi's
-	// document: TestOpenAPIV2KubectlValidation.
+	// kubectl create -f of a review, validated on the client. A
+	// create-only kind has no PATCH operation in OpenAPI v3 or v2, so
+	// kubectl cannot tell whether the server validates fields: it lists
+	// apiextensions.k8s.io/v1 customresourcedefinitions (kapi's read-only
+	// view of its custom types) to see that the kind is no CRD, then
+	// validates the object against the protobuf OpenAPI v2 document, as
+	// against kube-apiserver.
 	ssar := filepath.Join(dir, "ssar.yaml")
 	if err := os.WriteFile(ssar, []byte(`apiVersion: authorization.k8s.io/v1
 kind: SelfSubjectAccessReview
@@ -298,9 +298,53 @@ spec:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out = s.MustKubectl(t, "create", "-f", ssar, "--validate=false", "-o", "yaml")
-	if !strings.Contains(out, "allowed: true") || !strings.Contains(out, "kind: SelfSubjectAccessReview") || !strings.Contains(out, "subresource: log") {
-		t.Errorf("kubectl create -f ssar.yaml:\n%s", out)
+	for _, validate := range [][]string{nil, {"--validate=strict"}} {
+		out = s.MustKubectl(t, append([]string{"create", "-f", ssar, "-o", "yaml"}, validate...)...)
+		if !strings.Contains(out, "allowed: true") || !strings.Contains(out, "kind: SelfSubjectAccessReview") || !strings.Contains(out, "subresource: log") {
+			t.Errorf("kubectl create -f ssar.yaml %v:\n%s", validate, out)
+		}
+	}
+	// An unknown field fails on the client with kube's message (the
+	// nested type has no definition of its own in kapi's document: the
+	// message names its place in SelfSubjectAccessReview).
+	bad := filepath.Join(dir, "bad-ssar.yaml")
+	if err := os.WriteFile(bad, []byte("apiVersion: authorization.k8s.io/v1\nkind: SelfSubjectAccessReview\nspec:\n  resourceAttributes:\n    verb: get\n    resource: widgets\n    colour: red\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, validate := range [][]string{nil, {"--validate=strict"}} {
+		r := s.Kubectl(t, append([]string{"create", "-f", bad, "-o", "yaml"}, validate...)...)
+		if r.Err == nil || !strings.Contains(r.Stderr, `error validating data: ValidationError(SelfSubjectAccessReview.spec.resourceAttributes): unknown field "colour" in `) {
+			t.Errorf("kubectl create -f bad-ssar.yaml %v: %v\n%s%s", validate, r.Err, r.Stdout, r.Stderr)
+		}
+	}
+
+	// The CRDs: the custom types (widgets), read-only, as kubectl shows
+	// kube-apiserver's.
+	out = s.MustKubectl(t, "api-resources", "-o", "wide", "--api-group=apiextensions.k8s.io")
+	row = nil
+	for _, r := range parseTable(t, out) {
+		if r["NAME"] == "customresourcedefinitions" {
+			row = r
+		}
+	}
+	if row == nil || row["SHORTNAMES"] != "crd,crds" || row["APIVERSION"] != "apiextensions.k8s.io/v1" || row["NAMESPACED"] != "false" ||
+		row["KIND"] != "CustomResourceDefinition" || row["VERBS"] != "get,list" {
+		t.Errorf("api-resources: %v\n%s", row, out)
+	}
+	out = s.MustKubectl(t, "get", "crd")
+	if !regexp.MustCompile(`^NAME\s+CREATED AT\nwidgets\.example\.dev\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n$`).MatchString(out) {
+		t.Errorf("kubectl get crd:\n%s", out)
+	}
+	out = s.MustKubectl(t, "get", "crd", "widgets.example.dev", "-o", "yaml")
+	for _, want := range []string{"kind: CustomResourceDefinition", "name: widgets.example.dev", "group: example.dev", "plural: widgets",
+		"kind: Widget", "scope: Namespaced", "storage: true", "openAPIV3Schema:", "specReplicasPath: .spec.replicas", "jsonPath: .spec.size",
+		"type: Established", "storedVersions:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl get crd widgets.example.dev -o yaml lacks %q:\n%s", want, out)
+		}
+	}
+	if r := s.Kubectl(t, "delete", "crd", "widgets.example.dev"); r.Err == nil || !strings.Contains(r.Stderr, "MethodNotAllowed") && !strings.Contains(r.Stderr, "does not allow this method") {
+		t.Errorf("kubectl delete crd: %v\n%s%s", r.Err, r.Stdout, r.Stderr)
 	}
 
 	// The log as text; a restart through kubectl create --raw.
