@@ -1,14 +1,10 @@
 package apiserver
 
 import (
-	"context"
 	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/kapi-dev/kapi/apiserver/registry"
-	"github.com/kapi-dev/kapi/storage/badger"
 )
 
 // Allocation budgets of the read paths, which are deterministic enough to
@@ -17,19 +13,7 @@ import (
 // only with a reason. The benchmarks (bench_test.go) show the same counts
 // with -benchmem.
 func TestHotPathAllocationBudgets(t *testing.T) {
-	store, err := badger.Open(badger.InMemoryOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	api, err := New(context.Background(), Config{Storage: store, AllowAnonymous: true, DisableControllers: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { api.Close() })
-	if err := api.Register(registry.ConfigMaps()); err != nil {
-		t.Fatal(err)
-	}
+	api := newConfigMapServer(t, Config{})
 	for i := 0; i < 1000; i++ {
 		rec := httptest.NewRecorder()
 		api.ServeHTTP(rec, httptest.NewRequest("POST", cmPath, strings.NewReader(fmt.Sprintf(`{"metadata":{"name":"cm-%04d","labels":{"app":"x"}},"data":{"v":%q}}`, i, benchValue))))

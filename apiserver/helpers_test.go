@@ -69,6 +69,31 @@ func newTestServer(t testing.TB) (*Server, *httptest.Server) {
 	return api, ts
 }
 
+// newConfigMapServer returns a Server (anonymous access, no controllers)
+// serving configmaps, on cfg's store or a new in-memory one; other fields of
+// cfg are kept.
+func newConfigMapServer(t testing.TB, cfg Config) *Server {
+	t.Helper()
+	if cfg.Storage == nil {
+		store, err := badger.Open(badger.InMemoryOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { store.Close() })
+		cfg.Storage = store
+	}
+	cfg.AllowAnonymous, cfg.DisableControllers = true, true
+	api, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { api.Close() })
+	if err := api.Register(registry.ConfigMaps()); err != nil {
+		t.Fatal(err)
+	}
+	return api
+}
+
 type response struct {
 	code   int
 	header http.Header

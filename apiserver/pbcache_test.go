@@ -2,13 +2,11 @@ package apiserver
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/codec"
 	"github.com/kapi-dev/kapi/storage/badger"
 )
@@ -25,14 +23,7 @@ func TestProtobufCacheAnswersMatchTranscoding(t *testing.T) {
 	for name, size := range map[string]int64{"cached": 0, "uncached": -1} {
 		// Two servers over one store: the same objects, revisions, uids and
 		// continue-token key.
-		api, err := New(context.Background(), Config{Storage: store, AllowAnonymous: true, DisableControllers: true, ProtobufCacheBytes: size})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { api.Close() })
-		if err := api.Register(registry.ConfigMaps()); err != nil {
-			t.Fatal(err)
-		}
+		api := newConfigMapServer(t, Config{Storage: store, ProtobufCacheBytes: size})
 		servers[name] = api
 	}
 	if servers["cached"].pbCache == nil || servers["uncached"].pbCache != nil {

@@ -46,22 +46,11 @@ func (c *ProtobufCache) AppendProtobuf(t *Transcoder, dst []byte, m *Message, da
 	if c == nil {
 		return t.AppendProtobuf(dst, m, data)
 	}
-	k := pbKey{msg: m, h1: maphash.Bytes(c.seed1, data), h2: maphash.Bytes(c.seed2, data)}
-	c.mu.Lock()
-	enc, ok := c.m[k]
-	c.mu.Unlock()
-	if ok {
-		return append(dst, enc...), nil
-	}
-	start := len(dst)
-	dst, err := t.AppendProtobuf(dst, m, data)
+	enc, err := c.Encoding(t, m, data)
 	if err != nil {
 		return dst, err
 	}
-	if n := len(dst) - start; n <= c.max/16 {
-		c.add(k, append([]byte(nil), dst[start:]...))
-	}
-	return dst, nil
+	return append(dst, enc...), nil
 }
 
 // Encoding returns m's protobuf encoding of the JSON object data as a slice

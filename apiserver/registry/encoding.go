@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 )
 
@@ -28,78 +27,48 @@ const (
 	metaKey       = `"metadata":{`
 )
 
-// encodeStored encodes obj for storage. obj must have a non-empty metadata
-// object; its resourceVersion is not stored.
+// encodeStored encodes obj for storage, in one buffer and one pass: the
+// type fields come first, so the metadata offset the header records is known
+// before the rest is written. obj must have a non-empty metadata object; its
+// resourceVersion is not stored. obj is not modified.
 func encodeStored(obj Object) ([]byte, error) {
 	md, ok := obj["metadata"].(map[string]any)
 	if !ok || len(md) == 0 {
 		return nil, errors.New("registry: object has no metadata")
 	}
-	var buf bytes.Buffer
-	buf.Grow(4096)
-	buf.WriteByte('{')
-	first := true
-	writeKV := func(k string, v any) error {
-		if !first {
-			buf.WriteByte(',')
-		}
-		first = false
-		b := appendJSONString(buf.AvailableBuffer(), k)
-		b = append(b, ':')
-		b, err := appendJSON(b, v)
-		if err != nil {
-			return fmt.Errorf("registry: encoding field %s: %w", k, err)
-		}
-		buf.Write(b)
-		return nil
-	}
-	for _, k := range []string{"apiVersion", "kind"} {
+	var head [128]byte
+	typeMeta := append(head[:0], '{')
+	for _, k := range [...]string{"apiVersion", "kind"} {
 		if v, ok := obj[k]; ok {
-			if err := writeKV(k, v); err != nil {
-				return nil, err
+			var err error
+			typeMeta = append(appendJSONString(typeMeta, k), ':')
+			if typeMeta, err = appendJSON(typeMeta, v); err != nil {
+				return nil, fmt.Errorf("registry: encoding field %s: %w", k, err)
 			}
+			typeMeta = append(typeMeta, ',')
 		}
 	}
-	if !first {
-		buf.WriteByte(',')
-	}
-	first = true
-	metaOff := buf.Len()
-	rv, hasRV := md["resourceVersion"]
-	if hasRV {
-		delete(md, "resourceVersion")
-	}
-	err := writeKV("metadata", md)
-	if hasRV {
-		md["resourceVersion"] = rv
-	}
+	out := make([]byte, 0, 4096)
+	out = append(out, storedMagic, storedVersion)
+	out = binary.AppendUvarint(out, uint64(len(typeMeta)))
+	out = append(out, typeMeta...)
+	out = append(out, metaKey...)
+	out, n, err := appendFields(out, md, func(k string) bool { return k == "resourceVersion" })
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("registry: encoding field metadata: %w", err)
 	}
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		switch k {
-		case "apiVersion", "kind", "metadata":
-			continue
-		}
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if err := writeKV(k, obj[k]); err != nil {
-			return nil, err
-		}
-	}
-	buf.WriteByte('}')
-
-	body := buf.Bytes()
-	if !bytes.HasPrefix(body[metaOff:], []byte(metaKey)) || bytes.HasPrefix(body[metaOff+len(metaKey):], []byte("}")) {
+	if n == 0 {
 		return nil, errors.New("registry: object metadata is empty")
 	}
-	out := make([]byte, 0, len(body)+2+binary.MaxVarintLen64)
-	out = append(out, storedMagic, storedVersion)
-	out = binary.AppendUvarint(out, uint64(metaOff))
-	return append(out, body...), nil
+	out = append(out, '}')
+	out, n, err = appendFields(append(out, ','), obj, func(k string) bool { return k == "apiVersion" || k == "kind" || k == "metadata" })
+	if err != nil {
+		return nil, fmt.Errorf("registry: encoding %w", err)
+	}
+	if n == 0 {
+		out = out[:len(out)-1] // the comma before no more fields
+	}
+	return append(out, '}'), nil
 }
 
 // storedObject is a decoded stored value header.

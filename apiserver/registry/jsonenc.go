@@ -38,23 +38,9 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 		if v == nil {
 			return append(dst, "null"...), nil
 		}
-		dst = append(dst, '{')
-		var small [16]string
-		keys := small[:0]
-		for k := range v {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		var err error
-		for i, k := range keys {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendJSONString(dst, k)
-			dst = append(dst, ':')
-			if dst, err = appendJSON(dst, v[k]); err != nil {
-				return dst, err
-			}
+		dst, _, err := appendFields(append(dst, '{'), v, nil)
+		if err != nil {
+			return dst, err
 		}
 		return append(dst, '}'), nil
 	case []any:
@@ -78,6 +64,32 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 		return dst, err
 	}
 	return append(dst, b...), nil
+}
+
+// appendFields appends the fields of m but those skip names ("key":value,
+// comma-separated, keys sorted as encoding/json sorts them), without braces,
+// and reports how many it wrote.
+func appendFields(dst []byte, m map[string]any, skip func(key string) bool) ([]byte, int, error) {
+	var small [16]string
+	keys := small[:0]
+	for k := range m {
+		if skip == nil || !skip(k) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var err error
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, k)
+		dst = append(dst, ':')
+		if dst, err = appendJSON(dst, m[k]); err != nil {
+			return dst, i, fmt.Errorf("field %s: %w", k, err)
+		}
+	}
+	return dst, len(keys), nil
 }
 
 const hexDigits = "0123456789abcdef"
