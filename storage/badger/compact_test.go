@@ -209,7 +209,7 @@ func visibleChunks(t *testing.T, s *Store, key string, rev int64) []int {
 // at the revision of the write that shrank or deleted it, while older
 // snapshots keep them.
 func TestChunksCleanedUp(t *testing.T) {
-	s := open(t, testOptions(t, ""))
+	s := open(t, testOptions(t, "").WithMaxValueSize(4<<20)) // 4 parts: above the default limit
 	ctx := t.Context()
 	big := bytes.Repeat([]byte("x"), 3*chunkSize+10) // 4 parts: chunks 1..3
 	r1, err := s.Create(ctx, []byte("ch/k"), big)

@@ -270,7 +270,7 @@ func TestOpenResumesRevision(t *testing.T) {
 
 func TestOptions(t *testing.T) {
 	d := DefaultOptions("/data")
-	if d.Dir != "/data" || d.InMemory || d.NoSync || d.MaxValueSize != 3<<20 || d.RetentionTime != 10*time.Minute ||
+	if d.Dir != "/data" || d.InMemory || d.NoSync || d.MaxValueSize != 2<<20 || d.MemTableSize != 16<<20 || d.RetentionTime != 10*time.Minute ||
 		d.RetentionRevisions != 1_000_000 || d.MaxKeySize != 4096 {
 		t.Fatalf("DefaultOptions = %+v", d)
 	}
@@ -293,6 +293,7 @@ func TestOptions(t *testing.T) {
 		{Dir: "/x", MaxKeySize: 100_000},    // key limit
 		{Dir: "/x", MaxValueSize: 20 << 20}, // above the memtable's transaction limit
 		{Dir: "/x", MemTableSize: 1 << 20},
+		{Dir: "/x", MaxValueSize: 3 << 20}, // 3 MiB needs a 22 MiB memtable
 		{Dir: "/x", MaxBatchWrites: -1},
 		{Dir: "/x", WatchBufferSize: -5},
 		{Dir: "/x", CompactionInterval: -time.Second},
@@ -305,6 +306,9 @@ func TestOptions(t *testing.T) {
 	// A larger memtable allows larger values.
 	if _, err := (Options{Dir: "/x", MaxValueSize: 20 << 20, MemTableSize: 256 << 20}).withDefaults(); err != nil {
 		t.Errorf("20 MiB values with a 256 MiB memtable: %v", err)
+	}
+	if _, err := (Options{Dir: "/x", MaxValueSize: 3 << 20, MemTableSize: 22 << 20}).withDefaults(); err != nil {
+		t.Errorf("3 MiB values with a 22 MiB memtable: %v", err)
 	}
 }
 

@@ -10,13 +10,13 @@ import (
 // and Open uses them for fields left at their zero value.
 const (
 	DefaultMaxKeySize         = 4 << 10 // 4 KiB
-	DefaultMaxValueSize       = 3 << 20 // 3 MiB
+	DefaultMaxValueSize       = 2 << 20 // 2 MiB
 	DefaultRetentionTime      = 10 * time.Minute
 	DefaultRetentionRevisions = 1_000_000
 	DefaultCompactionInterval = 30 * time.Second
 	DefaultMaxBatchWrites     = 1024
 	DefaultWatchBufferSize    = 10_000
-	DefaultMemTableSize       = 32 << 20 // 32 MiB: half of Badger's default, see MemTableSize
+	DefaultMemTableSize       = 16 << 20 // 16 MiB: a quarter of Badger's default, see MemTableSize
 	DefaultBlockCacheSize     = 64 << 20 // with Compress only
 
 	// maxKeyLimit is Badger's key limit (65000) minus kapi's key prefix and
@@ -52,9 +52,10 @@ type Options struct {
 	// 60,000.
 	MaxKeySize int
 
-	// MaxValueSize is the largest accepted value in bytes. Default 3 MiB. It
-	// may not exceed 15% of MemTableSize minus 256 KiB (Badger's transaction
-	// size limit; about 9.3 MiB with the default memtable).
+	// MaxValueSize is the largest accepted value in bytes. Default 2 MiB
+	// (above the API's 1.5 MiB object limit). It may not exceed 15% of
+	// MemTableSize minus 256 KiB (Badger's transaction size limit: about 2.15
+	// MiB with the default memtable; 3 MiB values need a memtable of 22 MiB).
 	MaxValueSize int
 
 	// RetentionTime bounds history by age: revisions older than this become
@@ -82,12 +83,14 @@ type Options struct {
 	// catches up from the change log (see Store.Watch). Default 10,000.
 	WatchBufferSize int
 
-	// MemTableSize is Badger's memtable size in bytes. Default 32 MiB; at
+	// MemTableSize is Badger's memtable size in bytes. Default 16 MiB; at
 	// least 8 MiB. It bounds MaxValueSize (see there). Each memtable's arena
 	// (about 1.3 times this size) is allocated up front on the Go heap, where
-	// the garbage collector counts it as live and paces to twice the live
-	// heap: a smaller memtable lowers the process's memory by about three
-	// times the difference, for more frequent (smaller) flushes to disk.
+	// the garbage collector counts it as live, and flushing a full memtable
+	// builds its table on the heap (about twice this size) while the next
+	// memtable fills: a smaller memtable lowers the process's memory by
+	// several times the difference, for more frequent (smaller) flushes to
+	// disk.
 	MemTableSize int64
 
 	// Compress stores Badger's tables Snappy-compressed: smaller on disk
@@ -147,7 +150,7 @@ func (o Options) WithLogger(l *slog.Logger) Options { o.Logger = l; return o }
 // WithMaxKeySize returns o with MaxKeySize set. Default 4 KiB.
 func (o Options) WithMaxKeySize(n int) Options { o.MaxKeySize = n; return o }
 
-// WithMaxValueSize returns o with MaxValueSize set. Default 3 MiB.
+// WithMaxValueSize returns o with MaxValueSize set. Default 2 MiB.
 func (o Options) WithMaxValueSize(n int) Options { o.MaxValueSize = n; return o }
 
 // WithRetentionTime returns o with RetentionTime set. Default 10 minutes;
@@ -170,7 +173,7 @@ func (o Options) WithMaxBatchWrites(n int) Options { o.MaxBatchWrites = n; retur
 // WithWatchBufferSize returns o with WatchBufferSize set. Default 10,000 events.
 func (o Options) WithWatchBufferSize(n int) Options { o.WatchBufferSize = n; return o }
 
-// WithMemTableSize returns o with MemTableSize set. Default 32 MiB.
+// WithMemTableSize returns o with MemTableSize set. Default 16 MiB.
 func (o Options) WithMemTableSize(n int64) Options { o.MemTableSize = n; return o }
 
 // WithCompress returns o with Compress set. Default false.
