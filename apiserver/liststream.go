@@ -18,6 +18,7 @@ import (
 	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/codec"
+	"github.com/kapi-dev/kapi/watch"
 )
 
 // Whole-collection lists (no limit, no continue) are streamed: each item is
@@ -64,6 +65,22 @@ func (s *Server) streamList(w http.ResponseWriter, r *http.Request, st *registry
 	case c.As == "" && c.Format == codec.FormatProtobuf:
 		var t codec.Transcoder
 		msg := res.Protobuf
+		objs, rev, ok, cerr := st.ListCached(ctx, ns, opts)
+		if cerr != nil || ok {
+			err = cerr
+			if ok {
+				err = writeProtobufObjects(sw, objs, rev, res.APIVersion(), res.ListKind, func(o *watch.Object) ([]byte, error) {
+					return o.Encoding("protobuf", func(o *watch.Object) ([]byte, error) {
+						item, err := st.AppendItemJSON(nil, o)
+						if err != nil {
+							return nil, err
+						}
+						return t.AppendProtobuf(nil, msg, item)
+					})
+				})
+			}
+			break
+		}
 		var encoding func(item []byte) ([]byte, error)
 		if s.pbCache != nil {
 			encoding = func(item []byte) ([]byte, error) { return s.pbCache.Encoding(&t, msg, item) }
@@ -334,6 +351,52 @@ func streamProtobufList(ctx context.Context, st *registry.Store, ns string, opts
 		return err
 	}
 	return st.ListStreamReplay(ctx, ns, opts, begin, emit, end)
+}
+
+// writeProtobufObjects writes a protobuf list of objects from the watch
+// cache (Store.ListCached). Each object keeps its item's encoding
+// (watch.Object.Encoding), so the list's size is known before its first
+// byte without transcoding anything twice, and every later list of the same
+// versions writes the kept bytes.
+func writeProtobufObjects(sw *streamWriter, objs []*watch.Object, rev int64, apiVersion, kind string, encoding func(o *watch.Object) ([]byte, error)) error {
+	lmb, _ := json.Marshal(revListMeta(rev))
+	head, err := codec.AppendEmbedded(nil, 1, func(dst []byte) ([]byte, error) {
+		return codec.ListMetaMessage.AppendProtobuf(dst, lmb)
+	})
+	if err != nil {
+		return meta.NewInternalError(err)
+	}
+	encs := make([][]byte, len(objs))
+	size := len(head)
+	for i, o := range objs {
+		enc, err := encoding(o)
+		if err != nil {
+			return meta.NewInternalError(fmt.Errorf("encoding a %s item as protobuf: %w", kind, err))
+		}
+		encs[i] = enc
+		size += protowire.SizeTag(2) + protowire.SizeBytes(len(enc))
+	}
+	// Nothing has been written yet: every error so far is a Status.
+	hdr := codec.AppendEnvelopeHeader(make([]byte, 0, 64), apiVersion, kind, size)
+	if _, err := sw.Write(hdr); err != nil {
+		return err
+	}
+	if _, err := sw.Write(head); err != nil {
+		return err
+	}
+	prefix := make([]byte, 0, 16)
+	for _, enc := range encs {
+		prefix = protowire.AppendTag(prefix[:0], 2, protowire.BytesType)
+		prefix = protowire.AppendVarint(prefix, uint64(len(enc)))
+		if _, err := sw.Write(prefix); err != nil {
+			return err
+		}
+		if _, err := sw.Write(enc); err != nil {
+			return err
+		}
+	}
+	_, err = sw.Write(codec.AppendEnvelopeTrailer(hdr[:0]))
+	return err
 }
 
 var protoBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -106,11 +107,9 @@ func (s *Store) ListStreamReplay(ctx context.Context, ns string, opts ListOption
 		return err
 	}
 	var pass ListReplay
-	if opts.ResourceVersion == "0" {
-		if c, objs, crev, ok := s.cacheState(ctx, prefix); ok {
-			rev = crev
-			pass = s.cachePass(ctx, c, objs, opts, typeMeta)
-		}
+	if c, objs, crev, ok := s.cacheObjects(ctx, prefix, nil, rev, opts); ok {
+		rev = crev
+		pass = s.cachePass(ctx, c, objs, opts, typeMeta)
 	}
 	if pass == nil {
 		// The first page fixes the revision of the snapshot (0: latest).
@@ -141,21 +140,147 @@ func (s *Store) ListStreamReplay(ctx context.Context, ns string, opts ListOption
 	return end(pass)
 }
 
-// cacheState returns the watch cache's state under prefix, if the cache
-// keeps one (see listFromCache).
-func (s *Store) cacheState(ctx context.Context, prefix []byte) (*watch.Cache, []*watch.Object, int64, bool) {
+// ListCached returns the objects of a whole-collection list (opts.Limit
+// and opts.Continue must be unset) in key order, after its selectors, when
+// the watch cache can serve it (see cacheObjects); ok is false when the
+// caller must read with ListStream instead. The objects are shared: do not
+// modify them; AppendItemJSON renders one as a list item.
+func (s *Store) ListCached(ctx context.Context, ns string, opts ListOptions) (objs []*watch.Object, rev int64, ok bool, err error) {
+	if err := s.notVirtual(); err != nil {
+		return nil, 0, false, err
+	}
+	if opts.Limit > 0 || opts.Continue != "" {
+		return nil, 0, false, meta.NewInternalError(errors.New("ListCached: limit and continue are not supported"))
+	}
+	prefix := s.listPrefix(ns)
+	rev, _, err = s.listStart(ctx, prefix, opts)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	c, objs, rev, ok := s.cacheObjects(ctx, prefix, nil, rev, opts)
+	if !ok {
+		return nil, 0, false, nil
+	}
+	filter := selectorFilter(opts.Labels, opts.Fields)
+	if filter == nil {
+		return objs, rev, true, nil
+	}
+	var kept []*watch.Object
+	for _, o := range objs {
+		a, err := c.Attrs(o)
+		if err != nil {
+			return nil, 0, false, meta.NewInternalError(fmt.Errorf("reading %s: %w", o.Key, err))
+		}
+		if filter(a) {
+			kept = append(kept, o)
+		}
+	}
+	return kept, rev, true, nil
+}
+
+// AppendItemJSON appends o (from ListCached) as the JSON of a list item.
+func (s *Store) AppendItemJSON(dst []byte, o *watch.Object) ([]byte, error) {
+	so, err := parseStored(o.Value)
+	if err != nil {
+		return dst, meta.NewInternalError(fmt.Errorf("reading %s: %w", o.Key, err))
+	}
+	return so.appendJSON(dst, o.Revision, !s.res.Options.OmitItemTypeMeta), nil
+}
+
+// cacheObjects returns the objects of a list (from key start on) when the
+// watch cache can serve it, which is whenever it keeps its state and has
+// the snapshot the list needs:
+//
+//   - resourceVersion "0" ("any"): the cache's state as it is;
+//   - resourceVersion "" (the most recent): the cache's state once it has
+//     caught up with storage's current revision (Fresh), as kube-apiserver's
+//     consistent reads from its cache;
+//   - resourceVersion N, not older than: the state once the cache has
+//     reached N;
+//   - an exact snapshot (resourceVersionMatch=Exact, a limited list at N, or
+//     a continue token at rev): the state at that revision, if the cache
+//     still has it (the current one, or one Retain kept).
+//
+// rev is listStart's: the exact snapshot's revision, 0 otherwise. ok is
+// false when storage must be read instead.
+func (s *Store) cacheObjects(ctx context.Context, prefix, start []byte, rev int64, opts ListOptions) (_ *watch.Cache, _ []*watch.Object, _ int64, ok bool) {
 	c, err := s.watchCache()
 	if err != nil {
 		return nil, nil, 0, false
 	}
-	objs, rev, ok, err := c.List(ctx, prefix)
-	if err != nil || !ok {
-		if err != nil && ctx.Err() == nil {
-			s.reg.cfg.Logger.Warn("watch cache unavailable for a list; reading storage", "resource", s.res.GroupResource().String(), "error", err)
+	var objs []*watch.Object
+	switch {
+	case rev > 0:
+		if objs, ok = c.ListAt(prefix, rev); !ok {
+			return nil, nil, 0, false
 		}
-		return nil, nil, 0, false
+		// A snapshot older than storage's history is gone for the API too
+		// (410), whether or not the cache still holds it.
+		if oldest, err := s.reg.cfg.Storage.CompactedRevision(ctx); err != nil || rev < oldest {
+			return nil, nil, 0, false
+		}
+	case opts.Continue != "":
+		return nil, nil, 0, false // a fresh snapshot for an expired token: storage
+	default:
+		var want int64 // the revision the state must have reached
+		if opts.ResourceVersion != "0" {
+			if opts.ResourceVersion != "" {
+				want, _ = parseRV(opts.ResourceVersion) // listStart parsed it
+			} else if want, err = s.reg.cfg.Storage.CurrentRevision(ctx); err != nil {
+				return nil, nil, 0, false
+			}
+		}
+		if fresh, err := c.Fresh(ctx, want); err != nil || !fresh {
+			return nil, nil, 0, false
+		}
+		if objs, rev, ok, err = c.List(ctx, prefix); err != nil || !ok {
+			if err != nil && ctx.Err() == nil {
+				s.reg.cfg.Logger.Warn("watch cache unavailable for a list; reading storage", "resource", s.res.GroupResource().String(), "error", err)
+			}
+			return nil, nil, 0, false
+		}
+	}
+	if len(start) > 0 {
+		i, _ := slices.BinarySearchFunc(objs, start, func(o *watch.Object, k []byte) int { return bytes.Compare(o.Key, k) })
+		objs = objs[i:]
 	}
 	return c, objs, rev, true
+}
+
+// pageFromCache builds a list, or one page of it, from the watch cache's
+// objects (cacheObjects). A page that leaves objects behind keeps the
+// cache's snapshot of rev (watch.Cache.Retain), so that the next pages come
+// from memory too.
+func (s *Store) pageFromCache(c *watch.Cache, objs []*watch.Object, rev int64, opts ListOptions, typeMeta bool) (*ListResult, error) {
+	filter := selectorFilter(opts.Labels, opts.Fields)
+	out := &ListResult{ResourceVersion: rev}
+	for i, o := range objs {
+		if filter != nil {
+			a, err := c.Attrs(o)
+			if err != nil {
+				return nil, meta.NewInternalError(fmt.Errorf("reading %s: %w", o.Key, err))
+			}
+			if !filter(a) {
+				continue
+			}
+		}
+		if opts.Limit > 0 && int64(len(out.Items)) >= opts.Limit {
+			// o is the first object of the next page.
+			out.Continue = s.reg.encodeContinue(rev, o.Key[len(s.prefix):])
+			if filter == nil {
+				remaining := int64(len(objs) - i)
+				out.RemainingItemCount = &remaining
+			}
+			c.Retain(rev)
+			return out, nil
+		}
+		so, err := parseStored(o.Value)
+		if err != nil {
+			return nil, meta.NewInternalError(fmt.Errorf("reading %s: %w", o.Key, err))
+		}
+		out.Items = append(out.Items, so.appendJSON(nil, o.Revision, typeMeta))
+	}
+	return out, nil
 }
 
 // cachePass streams the watch cache's objects: the values are the cache's
@@ -264,6 +389,9 @@ func (s *Store) list(ctx context.Context, ns string, opts ListOptions, typeMeta 
 		if out, ok, err := s.listFromCache(ctx, ns, opts, typeMeta); ok || err != nil {
 			return out, err
 		}
+	}
+	if c, objs, crev, ok := s.cacheObjects(ctx, prefix, start, rev, opts); ok {
+		return s.pageFromCache(c, objs, crev, opts, typeMeta)
 	}
 	filtered := opts.Labels != nil || opts.Fields != nil
 	out := &ListResult{}
