@@ -244,6 +244,17 @@ func (c *Cache) List(ctx context.Context, prefix []byte) (objs []*Object, rev in
 	return sn.under(prefix), sn.rev, true, nil
 }
 
+// KeepsState reports, once the cache is ready, whether it keeps the state
+// (List, ListAt and Get can serve reads).
+func (c *Cache) KeepsState(ctx context.Context) (bool, error) {
+	if err := c.waitReady(ctx); err != nil {
+		return false, err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.state != nil, nil
+}
+
 // ListAt returns the objects under prefix in key order as they were at
 // revision rev, when the cache still has that state: the current one, or
 // one kept by Retain. The slice is shared: do not modify it.

@@ -140,51 +140,95 @@ func (s *Store) ListStreamReplay(ctx context.Context, ns string, opts ListOption
 	return end(pass)
 }
 
-// ListCached returns the objects of a whole-collection list (opts.Limit
-// and opts.Continue must be unset) in key order, after its selectors, when
+// CachedList is a list, or one page of one, that the watch cache serves
+// (Store.ListCached).
+type CachedList struct {
+	// Objects are the items, in key order; shared: do not modify them
+	// (AppendItemJSON renders one as a list item).
+	Objects []*watch.Object
+	// ResourceVersion is the revision of the snapshot.
+	ResourceVersion int64
+	// Continue is the token of the next page ("" on the last one).
+	Continue string
+	// RemainingItemCount is set on a page that is not the last, without
+	// selectors.
+	RemainingItemCount *int64
+}
+
+// ListCached returns the list (or the page of it) that opts asks for when
 // the watch cache can serve it (see cacheObjects); ok is false when the
-// caller must read with ListStream instead. The objects are shared: do not
-// modify them; AppendItemJSON renders one as a list item.
-func (s *Store) ListCached(ctx context.Context, ns string, opts ListOptions) (objs []*watch.Object, rev int64, ok bool, err error) {
+// caller must read storage (List, ListStream).
+func (s *Store) ListCached(ctx context.Context, ns string, opts ListOptions) (_ *CachedList, ok bool, _ error) {
 	if err := s.notVirtual(); err != nil {
-		return nil, 0, false, err
-	}
-	if opts.Limit > 0 || opts.Continue != "" {
-		return nil, 0, false, meta.NewInternalError(errors.New("ListCached: limit and continue are not supported"))
+		return nil, false, err
 	}
 	prefix := s.listPrefix(ns)
-	rev, _, err = s.listStart(ctx, prefix, opts)
+	rev, start, err := s.listStart(ctx, prefix, opts)
 	if err != nil {
-		return nil, 0, false, err
+		return nil, false, err
 	}
-	c, objs, rev, ok := s.cacheObjects(ctx, prefix, nil, rev, opts)
+	return s.cachedList(ctx, prefix, start, rev, opts)
+}
+
+// cachedList is ListCached after listStart. A page that leaves objects
+// behind keeps the cache's snapshot of its revision (watch.Cache.Retain), so
+// that the next pages come from memory too. As in kube-apiserver, a list at
+// resourceVersion "0" ignores the limit: the whole (selected) collection
+// comes back in one response, which spares an informer's first sync its
+// pages.
+func (s *Store) cachedList(ctx context.Context, prefix, start []byte, rev int64, opts ListOptions) (*CachedList, bool, error) {
+	c, objs, rev, ok := s.cacheObjects(ctx, prefix, start, rev, opts)
 	if !ok {
-		return nil, 0, false, nil
+		return nil, false, nil
+	}
+	limit := opts.Limit
+	if opts.ResourceVersion == "0" && opts.Continue == "" {
+		limit = 0
+	}
+	out := &CachedList{ResourceVersion: rev}
+	next := func(o *watch.Object) {
+		out.Continue = s.reg.encodeContinue(rev, o.Key[len(s.prefix):])
+		c.Retain(rev)
 	}
 	filter := selectorFilter(opts.Labels, opts.Fields)
 	if filter == nil {
-		return objs, rev, true, nil
+		out.Objects = objs
+		if limit > 0 && int64(len(objs)) > limit {
+			out.Objects = objs[:limit:limit]
+			remaining := int64(len(objs)) - limit
+			out.RemainingItemCount = &remaining
+			next(objs[limit])
+		}
+		return out, true, nil
 	}
-	var kept []*watch.Object
 	for _, o := range objs {
 		a, err := c.Attrs(o)
 		if err != nil {
-			return nil, 0, false, meta.NewInternalError(fmt.Errorf("reading %s: %w", o.Key, err))
+			return nil, false, meta.NewInternalError(fmt.Errorf("reading %s: %w", o.Key, err))
 		}
-		if filter(a) {
-			kept = append(kept, o)
+		if !filter(a) {
+			continue
 		}
+		if limit > 0 && int64(len(out.Objects)) >= limit {
+			next(o) // the first object of the next page
+			break
+		}
+		out.Objects = append(out.Objects, o)
 	}
-	return kept, rev, true, nil
+	return out, true, nil
 }
 
 // AppendItemJSON appends o (from ListCached) as the JSON of a list item.
 func (s *Store) AppendItemJSON(dst []byte, o *watch.Object) ([]byte, error) {
+	return s.appendItemJSON(dst, o, !s.res.Options.OmitItemTypeMeta)
+}
+
+func (s *Store) appendItemJSON(dst []byte, o *watch.Object, typeMeta bool) ([]byte, error) {
 	so, err := parseStored(o.Value)
 	if err != nil {
 		return dst, meta.NewInternalError(fmt.Errorf("reading %s: %w", o.Key, err))
 	}
-	return so.appendJSON(dst, o.Revision, !s.res.Options.OmitItemTypeMeta), nil
+	return so.appendJSON(dst, o.Revision, typeMeta), nil
 }
 
 // cacheObjects returns the objects of a list (from key start on) when the
@@ -206,6 +250,9 @@ func (s *Store) AppendItemJSON(dst []byte, o *watch.Object) ([]byte, error) {
 func (s *Store) cacheObjects(ctx context.Context, prefix, start []byte, rev int64, opts ListOptions) (_ *watch.Cache, _ []*watch.Object, _ int64, ok bool) {
 	c, err := s.watchCache()
 	if err != nil {
+		return nil, nil, 0, false
+	}
+	if keeps, err := c.KeepsState(ctx); err != nil || !keeps {
 		return nil, nil, 0, false
 	}
 	var objs []*watch.Object
@@ -245,42 +292,6 @@ func (s *Store) cacheObjects(ctx context.Context, prefix, start []byte, rev int6
 		objs = objs[i:]
 	}
 	return c, objs, rev, true
-}
-
-// pageFromCache builds a list, or one page of it, from the watch cache's
-// objects (cacheObjects). A page that leaves objects behind keeps the
-// cache's snapshot of rev (watch.Cache.Retain), so that the next pages come
-// from memory too.
-func (s *Store) pageFromCache(c *watch.Cache, objs []*watch.Object, rev int64, opts ListOptions, typeMeta bool) (*ListResult, error) {
-	filter := selectorFilter(opts.Labels, opts.Fields)
-	out := &ListResult{ResourceVersion: rev}
-	for i, o := range objs {
-		if filter != nil {
-			a, err := c.Attrs(o)
-			if err != nil {
-				return nil, meta.NewInternalError(fmt.Errorf("reading %s: %w", o.Key, err))
-			}
-			if !filter(a) {
-				continue
-			}
-		}
-		if opts.Limit > 0 && int64(len(out.Items)) >= opts.Limit {
-			// o is the first object of the next page.
-			out.Continue = s.reg.encodeContinue(rev, o.Key[len(s.prefix):])
-			if filter == nil {
-				remaining := int64(len(objs) - i)
-				out.RemainingItemCount = &remaining
-			}
-			c.Retain(rev)
-			return out, nil
-		}
-		so, err := parseStored(o.Value)
-		if err != nil {
-			return nil, meta.NewInternalError(fmt.Errorf("reading %s: %w", o.Key, err))
-		}
-		out.Items = append(out.Items, so.appendJSON(nil, o.Revision, typeMeta))
-	}
-	return out, nil
 }
 
 // cachePass streams the watch cache's objects: the values are the cache's
@@ -384,14 +395,20 @@ func (s *Store) list(ctx context.Context, ns string, opts ListOptions, typeMeta 
 		return nil, err
 	}
 	first := start // where a continued list resumes
-	if opts.ResourceVersion == "0" && opts.Continue == "" {
-		// "Any": the watch cache's state may serve it (watch.go).
-		if out, ok, err := s.listFromCache(ctx, ns, opts, typeMeta); ok || err != nil {
-			return out, err
+	if cl, ok, err := s.cachedList(ctx, prefix, start, rev, opts); err != nil || ok {
+		if err != nil {
+			return nil, err
 		}
-	}
-	if c, objs, crev, ok := s.cacheObjects(ctx, prefix, start, rev, opts); ok {
-		return s.pageFromCache(c, objs, crev, opts, typeMeta)
+		out := &ListResult{ResourceVersion: cl.ResourceVersion, Continue: cl.Continue, RemainingItemCount: cl.RemainingItemCount}
+		out.Items = make([][]byte, 0, len(cl.Objects))
+		for _, o := range cl.Objects {
+			item, err := s.appendItemJSON(nil, o, typeMeta)
+			if err != nil {
+				return nil, err
+			}
+			out.Items = append(out.Items, item)
+		}
+		return out, nil
 	}
 	filtered := opts.Labels != nil || opts.Fields != nil
 	out := &ListResult{}
