@@ -41,4 +41,22 @@ func TestHotPathAllocationBudgets(t *testing.T) {
 	if budget := 8.0; perItem > budget {
 		t.Errorf("a list allocates %.2f times per item, budget %.0f", perItem, budget)
 	}
+	// A create of a 2 KiB configmap, end to end (storage included: one write
+	// at a time, so one write per group commit). Computing a create's
+	// managedFields directly (patch.FieldManager), reading the body into one
+	// buffer and building validation messages only on errors brought it from
+	// about 355 to about 215.
+	n := 0
+	create := testing.AllocsPerRun(200, func() {
+		n++
+		rec := httptest.NewRecorder()
+		api.ServeHTTP(rec, httptest.NewRequest("POST", cmPath, strings.NewReader(fmt.Sprintf(`{"metadata":{"name":"new-%04d","labels":{"app":"x"}},"data":{"v":%q}}`, n, benchValue))))
+		if rec.Code != 201 {
+			t.Fatalf("create: %d %s", rec.Code, rec.Body)
+		}
+	})
+	t.Logf("allocations: create %.0f", create)
+	if budget := 240.0; create > budget {
+		t.Errorf("a create allocates %.0f times, budget %.0f", create, budget)
+	}
 }

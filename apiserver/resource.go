@@ -250,11 +250,36 @@ func (s *Server) readBody(r *http.Request) (registry.Object, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.cfg.MaxRequestBodyBytes))
+	data, err := readAllSized(http.MaxBytesReader(nil, r.Body, s.cfg.MaxRequestBodyBytes), r.ContentLength, s.cfg.MaxRequestBodyBytes)
 	if err != nil {
 		return nil, nil, meta.NewRequestEntityTooLarge(fmt.Sprintf("the request body is larger than the limit of %d bytes", s.cfg.MaxRequestBodyBytes))
 	}
 	return decodeBody(mt, data, target)
+}
+
+// readAllSized is io.ReadAll with the buffer sized for a body of the
+// declared length (when it is known and within limit), so that a body is
+// read into one allocation instead of a series of growing ones.
+func readAllSized(r io.Reader, length, limit int64) ([]byte, error) {
+	if length <= 0 || length > limit {
+		return io.ReadAll(r)
+	}
+	// One byte more than declared, so that the read that finds the end
+	// does not have to grow the buffer.
+	b := make([]byte, 0, length+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				return b, nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo) {

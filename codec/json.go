@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -210,11 +211,27 @@ func (d *decoder) number() (any, error) {
 	return json.Number(d.data[start:d.pos]), nil
 }
 
+// mayEndString reports whether one of the eight bytes of x may be a quote,
+// a backslash or a control character. It has no false negatives.
+func mayEndString(x uint64) bool {
+	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	hasZero := func(v uint64) uint64 { return (v - ones) &^ v }
+	return ((x-ones*0x20)&^x|hasZero(x^(ones*'"'))|hasZero(x^(ones*'\\')))&tops != 0
+}
+
 func (d *decoder) str() (string, error) {
 	d.pos++ // opening quote
 	start := d.pos
 	// Fast path: no escapes, valid UTF-8.
 	for d.pos < len(d.data) {
+		// Eight bytes at a time while none is a quote, a backslash or a
+		// control character.
+		for d.pos+8 <= len(d.data) && !mayEndString(binary.LittleEndian.Uint64(d.data[d.pos:])) {
+			d.pos += 8
+		}
+		if d.pos == len(d.data) {
+			break
+		}
 		c := d.data[d.pos]
 		if c == '"' {
 			s := d.data[start:d.pos]

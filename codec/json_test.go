@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -90,4 +91,33 @@ func FuzzDecodeJSON(f *testing.F) {
 			t.Fatalf("DecodeJSON(%q) = %s, encoding/json = %s", data, a, b)
 		}
 	})
+}
+
+// TestDecodeJSONStringEveryByte puts every byte value at every offset of
+// strings long enough for the eight-bytes-at-a-time scan, and compares with
+// encoding/json.
+func TestDecodeJSONStringEveryByte(t *testing.T) {
+	for n := 7; n <= 25; n += 9 {
+		for pos := 0; pos < n; pos++ {
+			for c := 0; c < 256; c++ {
+				b := bytes.Repeat([]byte{'a'}, n)
+				b[pos] = byte(c)
+				data := append(append([]byte{'"'}, b...), '"')
+				got, _, err := DecodeJSON(data)
+				if valid := json.Valid(data); (err == nil) != valid {
+					t.Fatalf("DecodeJSON(%q): err=%v but json.Valid=%v", data, err, valid)
+				}
+				if err != nil {
+					continue
+				}
+				var want any
+				if err := json.Unmarshal(data, &want); err != nil {
+					t.Fatal(err)
+				}
+				if got != want {
+					t.Fatalf("DecodeJSON(%q) = %q, encoding/json = %q", data, got, want)
+				}
+			}
+		}
+	}
 }

@@ -100,6 +100,14 @@ func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Eight bytes at a time while none needs a look.
+		for i+8 <= len(s) && !mayNeedEscape(uint64(s[i])|uint64(s[i+1])<<8|uint64(s[i+2])<<16|uint64(s[i+3])<<24|
+			uint64(s[i+4])<<32|uint64(s[i+5])<<40|uint64(s[i+6])<<48|uint64(s[i+7])<<56) {
+			i += 8
+		}
+		if i == len(s) {
+			break
+		}
 		if b := s[i]; b < utf8.RuneSelf {
 			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
 				i++
@@ -145,6 +153,24 @@ func appendJSONString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// SWAR constants: a one and a top bit in every byte of a word.
+const (
+	swarOnes = 0x0101010101010101
+	swarTops = 0x8080808080808080
+)
+
+// mayNeedEscape reports whether one of the eight bytes of x may need
+// appendJSONString's attention: a control character, '"', '\\', '<', '>',
+// '&' or a byte of a multi-byte character. It has no false negatives (false
+// positives only send the bytes through the exact loop).
+func mayNeedEscape(x uint64) bool {
+	hasZero := func(v uint64) uint64 { return (v - swarOnes) &^ v }
+	t := x | (x-swarOnes*0x20)&^x
+	t |= hasZero(x^(swarOnes*'"')) | hasZero(x^(swarOnes*'\\')) | hasZero(x^(swarOnes*'<')) |
+		hasZero(x^(swarOnes*'>')) | hasZero(x^(swarOnes*'&'))
+	return t&swarTops != 0
 }
 
 // isJSONNumber reports whether s is a valid JSON number literal.

@@ -116,3 +116,34 @@ func TestEncodeStoredLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendJSONStringEveryByte puts every byte value at every offset of
+// strings long enough for the eight-bytes-at-a-time scan.
+func TestAppendJSONStringEveryByte(t *testing.T) {
+	for n := 7; n <= 25; n += 9 {
+		for pos := 0; pos < n; pos++ {
+			for c := 0; c < 256; c++ {
+				b := bytes.Repeat([]byte{'a'}, n)
+				b[pos] = byte(c)
+				s := string(b)
+				if got, want := appendJSONString(nil, s), mustMarshal(t, s); !bytes.Equal(got, want) {
+					t.Fatalf("appendJSONString(%q) = %s, want %s", s, got, want)
+				}
+			}
+		}
+	}
+	for _, s := range []string{"abcdefgh\u2028ijklmnop", "abcdefg\u00e9hijklmnop", "0123456789abcdef😀", "0123456\xe2\x80\xa8789"} {
+		if got, want := appendJSONString(nil, s), mustMarshal(t, s); !bytes.Equal(got, want) {
+			t.Fatalf("appendJSONString(%q) = %s, want %s", s, got, want)
+		}
+	}
+}
+
+func BenchmarkAppendJSONString2K(b *testing.B) {
+	s := string(bytes.Repeat([]byte("abcdefghijklmnopqrstuvwxyz012345"), 64))
+	buf := make([]byte, 0, 4096)
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		buf = appendJSONString(buf[:0], s)
+	}
+}

@@ -198,55 +198,55 @@ func (v *validator) checkEnum(x any, s *Schema, p *meta.Path) {
 
 func (v *validator) validateNumber(x any, s *Schema, p *meta.Path) {
 	f, _ := meta.AsFloat64(x)
-	name := pathName(p)
 	if s.Maximum != nil {
 		if s.ExclusiveMaximum && f >= *s.Maximum {
-			v.add(meta.Invalid(p, x, fmt.Sprintf("%s in body should be less than %v", name, *s.Maximum)))
+			v.add(meta.Invalid(p, x, fmt.Sprintf("%s in body should be less than %v", pathName(p), *s.Maximum)))
 		} else if !s.ExclusiveMaximum && f > *s.Maximum {
-			v.add(meta.Invalid(p, x, fmt.Sprintf("%s in body should be less than or equal to %v", name, *s.Maximum)))
+			v.add(meta.Invalid(p, x, fmt.Sprintf("%s in body should be less than or equal to %v", pathName(p), *s.Maximum)))
 		}
 	}
 	if s.Minimum != nil {
 		if s.ExclusiveMinimum && f <= *s.Minimum {
-			v.add(meta.Invalid(p, x, fmt.Sprintf("%s in body should be greater than %v", name, *s.Minimum)))
+			v.add(meta.Invalid(p, x, fmt.Sprintf("%s in body should be greater than %v", pathName(p), *s.Minimum)))
 		} else if !s.ExclusiveMinimum && f < *s.Minimum {
-			v.add(meta.Invalid(p, x, fmt.Sprintf("%s in body should be greater than or equal to %v", name, *s.Minimum)))
+			v.add(meta.Invalid(p, x, fmt.Sprintf("%s in body should be greater than or equal to %v", pathName(p), *s.Minimum)))
 		}
 	}
 	if s.MultipleOf != nil && *s.MultipleOf > 0 {
 		q := f / *s.MultipleOf
 		if math.IsInf(q, 0) || math.IsNaN(q) || q != math.Trunc(q) {
-			v.add(meta.Invalid(p, x, fmt.Sprintf("%s in body should be a multiple of %v", name, *s.MultipleOf)))
+			v.add(meta.Invalid(p, x, fmt.Sprintf("%s in body should be a multiple of %v", pathName(p), *s.MultipleOf)))
 		}
 	}
 }
 
 func (v *validator) validateString(x string, s *Schema, p *meta.Path) {
-	name := pathName(p)
-	n := int64(utf8.RuneCountInString(x))
+	var n int64 // counted only for a bound: it is a pass over the string
+	if s.MaxLength != nil || s.MinLength != nil {
+		n = int64(utf8.RuneCountInString(x))
+	}
 	if s.MaxLength != nil && n > *s.MaxLength {
 		v.add(meta.TooLong(p, x, int(*s.MaxLength)))
 	}
 	if s.MinLength != nil && n < *s.MinLength {
-		v.add(meta.Invalid(p, x, fmt.Sprintf("%s in body should be at least %d chars long", name, *s.MinLength)))
+		v.add(meta.Invalid(p, x, fmt.Sprintf("%s in body should be at least %d chars long", pathName(p), *s.MinLength)))
 	}
 	if s.Pattern != "" {
 		re, err := s.regexp()
 		if err != nil {
 			v.add(meta.Internal(p, err))
 		} else if !re.MatchString(x) {
-			v.add(meta.Invalid(p, x, fmt.Sprintf("%s in body should match '%s'", name, s.Pattern)))
+			v.add(meta.Invalid(p, x, fmt.Sprintf("%s in body should match '%s'", pathName(p), s.Pattern)))
 		}
 	}
 	if s.Format != "" && (s.Type == TypeString || s.Type == "") {
 		if !checkFormat(s.Format, x) {
-			v.add(meta.TypeInvalid(p, x, fmt.Sprintf("%s in body must be of type %s: %q", name, s.Format, x)))
+			v.add(meta.TypeInvalid(p, x, fmt.Sprintf("%s in body must be of type %s: %q", pathName(p), s.Format, x)))
 		}
 	}
 }
 
 func (v *validator) validateObject(x map[string]any, s *Schema, p *meta.Path) {
-	name := pathName(p)
 	for _, r := range s.Required {
 		if _, ok := x[r]; !ok {
 			v.add(meta.Required(p.Child(r), ""))
@@ -257,7 +257,7 @@ func (v *validator) validateObject(x map[string]any, s *Schema, p *meta.Path) {
 		v.add(meta.TooMany(p, len(x), int(*s.MaxProperties)))
 	}
 	if s.MinProperties != nil && n < *s.MinProperties {
-		v.add(meta.Invalid(p, n, fmt.Sprintf("%s in body should have at least %d properties", name, *s.MinProperties)))
+		v.add(meta.Invalid(p, n, fmt.Sprintf("%s in body should have at least %d properties", pathName(p), *s.MinProperties)))
 	}
 	if s.XEmbeddedResource && p != nil {
 		v.validateEmbedded(x, p)
@@ -277,7 +277,7 @@ func (v *validator) validateObject(x map[string]any, s *Schema, p *meta.Path) {
 			if s.XEmbeddedResource && (k == "apiVersion" || k == "kind" || k == "metadata") {
 				continue
 			}
-			v.add(meta.Forbidden(p.Child(k), fmt.Sprintf("%s.%s in body is a forbidden property", name, k)))
+			v.add(meta.Forbidden(p.Child(k), fmt.Sprintf("%s.%s in body is a forbidden property", pathName(p), k)))
 		}
 	}
 }
@@ -311,13 +311,12 @@ func (v *validator) validateEmbedded(x map[string]any, p *meta.Path) {
 }
 
 func (v *validator) validateArray(x []any, s *Schema, p *meta.Path) {
-	name := pathName(p)
 	n := int64(len(x))
 	if s.MaxItems != nil && n > *s.MaxItems {
 		v.add(meta.TooMany(p, len(x), int(*s.MaxItems)))
 	}
 	if s.MinItems != nil && n < *s.MinItems {
-		v.add(meta.Invalid(p, n, fmt.Sprintf("%s in body should have at least %d items", name, *s.MinItems)))
+		v.add(meta.Invalid(p, n, fmt.Sprintf("%s in body should have at least %d items", pathName(p), *s.MinItems)))
 	}
 	for i, e := range x {
 		v.validate(e, s.Items, p.Index(i))
