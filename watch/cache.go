@@ -54,6 +54,9 @@ type Cache struct {
 
 	frameBytes atomic.Int64 // bytes of frames cached by events in the window
 
+	encMu  sync.Mutex
+	encIDs map[Encoder]uint32 // see encoderID
+
 	// rev: every change up to it has been applied. Written under mu (with
 	// the events it covers dispatched first); read anywhere.
 	rev atomic.Int64

@@ -600,9 +600,10 @@ func TestPerWatchEncoder(t *testing.T) {
 	defer e.cache.mu.RUnlock()
 	for i := 0; i < e.cache.window.len(); i++ {
 		ev := e.cache.window.at(i)
-		ev.mu.Lock()
-		n := len(ev.frames)
-		ev.mu.Unlock()
+		var n int
+		if p := ev.frames.Load(); p != nil {
+			n = len(*p)
+		}
 		if n != 1 {
 			t.Fatalf("event %d has %d cached frames, want 1", i, n)
 		}

@@ -150,14 +150,18 @@ type Event struct {
 	at   time.Time // when the cache received it
 	size int64     // bytes of objects accounted to the window
 
-	mu       sync.Mutex
-	frames   []frame
-	detached bool          // not (or no longer) in a window: frames are not cached
+	// frames are the cached frames: an immutable slice, replaced (under
+	// mu) when a frame is added, so that the watchers of an event, which
+	// all want the same frame, read it without taking a lock.
+	frames   atomic.Pointer[[]frame]
+	mu       sync.Mutex    // serializes encoding and caching
+	detached bool          // not (or no longer) in a window: frames are not cached; under mu
 	counter  *atomic.Int64 // the window's frame byte counter
 }
 
 type frame struct {
 	enc Encoder
+	id  uint32 // enc's id in the cache (0: none; compare enc)
 	typ EventType
 	b   []byte
 }
@@ -174,8 +178,9 @@ func (e *Event) Key() []byte {
 // Modified show the new object, Deleted the previous one, all at the event's
 // revision. Unless perWatch is set, the frame is encoded once per (Encoder,
 // type) while the event is in the window; concurrent callers wait for the
-// first one.
-func (e *Event) appendFrame(dst []byte, enc Encoder, typ EventType, perWatch bool) ([]byte, error) {
+// first one. id is the cache's id of enc (Cache.encoderID), 0 when it has
+// none.
+func (e *Event) appendFrame(dst []byte, enc Encoder, id uint32, typ EventType, perWatch bool) ([]byte, error) {
 	obj := e.Object
 	if typ == Deleted {
 		obj = e.Prev
@@ -188,12 +193,13 @@ func (e *Event) appendFrame(dst []byte, enc Encoder, typ EventType, perWatch boo
 		}
 		return dst, nil
 	}
+	if b, ok := e.cachedFrame(enc, id, typ); ok {
+		return append(dst, b...), nil
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for i := range e.frames {
-		if f := &e.frames[i]; f.typ == typ && f.enc == enc {
-			return append(dst, f.b...), nil
-		}
+	if b, ok := e.cachedFrame(enc, id, typ); ok {
+		return append(dst, b...), nil
 	}
 	n := len(dst)
 	dst, err := enc.AppendEvent(dst, typ, obj, e.Revision)
@@ -202,10 +208,33 @@ func (e *Event) appendFrame(dst []byte, enc Encoder, typ EventType, perWatch boo
 	}
 	if !e.detached {
 		b := bytes.Clone(dst[n:])
-		e.frames = append(e.frames, frame{enc: enc, typ: typ, b: b})
+		var frames []frame
+		if p := e.frames.Load(); p != nil {
+			frames = *p
+		}
+		frames = append(frames[:len(frames):len(frames)], frame{enc: enc, id: id, typ: typ, b: b})
+		e.frames.Store(&frames)
 		e.counter.Add(int64(len(b)))
 	}
 	return dst, nil
+}
+
+// cachedFrame returns the cached frame of the event as typ for enc. A frame
+// read just as the event is detached is still the right frame. Encoders with
+// an id compare by it: comparing two encoder values compares their fields
+// (strings, nested encoders), which hundreds of watchers would do for each
+// event.
+func (e *Event) cachedFrame(enc Encoder, id uint32, typ EventType) ([]byte, bool) {
+	p := e.frames.Load()
+	if p == nil {
+		return nil, false
+	}
+	for i := range *p {
+		if f := &(*p)[i]; f.typ == typ && f.id == id && (id != 0 || f.enc == enc) {
+			return f.b, true
+		}
+	}
+	return nil, false
 }
 
 // detach drops the cached frames (the event left the window) and returns
@@ -214,10 +243,12 @@ func (e *Event) detach() int64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var n int64
-	for _, f := range e.frames {
-		n += int64(len(f.b))
+	if p := e.frames.Swap(nil); p != nil {
+		for _, f := range *p {
+			n += int64(len(f.b))
+		}
 	}
-	e.frames, e.detached = nil, true
+	e.detached = true
 	return n
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kapi-dev/kapi/storage"
@@ -58,7 +59,8 @@ type Watcher struct {
 	cancel    context.CancelFunc
 	stopOnce  sync.Once
 	enc       Encoder
-	perWatch  bool // enc is a PerWatchEncoder: its frames are not cached
+	encID     uint32 // the cache's id of enc (0: none)
+	perWatch  bool   // enc is a PerWatchEncoder: its frames are not cached
 	prefix    []byte
 	filter    func(any) bool
 	bookmarks bool
@@ -76,11 +78,18 @@ type Watcher struct {
 	feedCancel   context.CancelFunc
 	pending      *storage.Event // received from feed while waiting
 	nextBookmark time.Time      // zero: none
-	timer        *time.Timer
 	scratch      []*Event
 	spare        []delivery
 	taken        []delivery // taken from the queue, not sent yet
 	takenPos     int64      // the position once taken is sent
+
+	// The bookmark timer: armed for nextBookmark, it marks a bookmark as
+	// possibly due and wakes the consumer, so that a wait is one channel
+	// receive and no clock is read per event. Created with the watcher
+	// when it allows bookmarks; its function may run late (a stale arming)
+	// and set bookmarkDue early, which only costs a clock read.
+	timer       *time.Timer
+	bookmarkDue atomic.Bool
 
 	// Guarded by mu (taken under c.mu when both are needed).
 	mu     sync.Mutex
@@ -139,6 +148,9 @@ func (c *Cache) newWatcher(ctx context.Context, opts WatchOptions, prefix []byte
 	_, perWatch := opts.Encoder.(PerWatchEncoder)
 	w := &Watcher{c: c, enc: opts.Encoder, perWatch: perWatch, prefix: prefix, filter: opts.Filter,
 		bookmarks: opts.Bookmarks, notify: make(chan struct{}, 1), id: rand.Uint64()}
+	if !perWatch {
+		w.encID = c.encoderID(opts.Encoder)
+	}
 	if dl, ok := ctx.Deadline(); ok {
 		w.deadline = dl
 		w.ctx, w.cancel = context.WithCancel(ctx)
@@ -150,9 +162,53 @@ func (c *Cache) newWatcher(ctx context.Context, opts WatchOptions, prefix []byte
 		w.ctx, w.cancel = context.WithCancel(ctx)
 	}
 	if w.bookmarks {
-		w.nextBookmark = w.nextBookmarkTime(time.Now())
+		w.timer = time.AfterFunc(time.Hour, w.bookmarkTimerFired)
+		w.setNextBookmark(w.nextBookmarkTime(time.Now()))
 	}
 	return w
+}
+
+// maxEncoderIDs bounds the encoders a cache numbers; more (there are a few
+// per representation in practice) compare by value.
+const maxEncoderIDs = 1024
+
+// encoderID returns the cache's id of a shared (comparable) encoder: equal
+// encoders get the same id, so that a watcher finds an event's cached frame
+// by comparing a number. 0 means none.
+func (c *Cache) encoderID(enc Encoder) uint32 {
+	c.encMu.Lock()
+	defer c.encMu.Unlock()
+	if id, ok := c.encIDs[enc]; ok {
+		return id
+	}
+	if len(c.encIDs) >= maxEncoderIDs {
+		return 0
+	}
+	if c.encIDs == nil {
+		c.encIDs = map[Encoder]uint32{}
+	}
+	id := uint32(len(c.encIDs) + 1)
+	c.encIDs[enc] = id
+	return id
+}
+
+// bookmarkTimerFired runs on the timer's goroutine.
+func (w *Watcher) bookmarkTimerFired() {
+	w.bookmarkDue.Store(true)
+	w.signal()
+}
+
+// setNextBookmark makes t the time of the next bookmark (zero: none) and
+// arms the timer for it. Called by the consumer (or before the watcher is
+// published).
+func (w *Watcher) setNextBookmark(t time.Time) {
+	w.nextBookmark = t
+	w.bookmarkDue.Store(false)
+	if t.IsZero() {
+		w.timer.Stop()
+		return
+	}
+	w.timer.Reset(time.Until(t))
 }
 
 // start decides where w starts and registers it.
@@ -289,6 +345,9 @@ func (c *Cache) startFrom(w *Watcher, rev int64) error {
 func (w *Watcher) Stop() {
 	w.stopOnce.Do(func() {
 		w.cancel()
+		if w.timer != nil {
+			w.timer.Stop()
+		}
 		c := w.c
 		if c == nil {
 			return
@@ -305,6 +364,7 @@ func (w *Watcher) Stop() {
 		}
 		w.mu.Unlock()
 		c.mu.Unlock()
+		w.signal() // a consumer in wait sees the end (Stop runs when ctx ends)
 	})
 }
 
@@ -395,38 +455,25 @@ func (w *Watcher) finish(err error) {
 		w.feedCancel()
 		w.feed, w.feedCancel, w.pending = nil, nil, nil
 	}
-	if w.timer != nil {
-		w.timer.Stop()
-	}
 	w.Stop()
 }
 
-// wait blocks until something may have changed for the watcher.
+// wait blocks until something may have changed for the watcher. Everything
+// that may matter signals notify: dispatch, the cache's end, the bookmark
+// timer, and Stop (which runs when the watch's context ends), so that
+// without a storage feed a wait is one channel receive.
 func (w *Watcher) wait() error {
-	var timerC <-chan time.Time
-	if w.bookmarks && !w.nextBookmark.IsZero() {
-		d := time.Until(w.nextBookmark)
-		if w.timer == nil {
-			w.timer = time.NewTimer(d)
-		} else {
-			w.timer.Reset(d)
-		}
-		timerC = w.timer.C
-	}
-	var feed <-chan storage.Event
-	if w.feed != nil && w.pending == nil {
-		feed = w.feed
+	if w.feed == nil || w.pending != nil {
+		<-w.notify
+		return nil
 	}
 	select {
 	case <-w.notify:
-	case ev, ok := <-feed:
+	case ev, ok := <-w.feed:
 		if !ok {
 			return ErrEnded
 		}
 		w.pending = &ev
-	case <-timerC:
-	case <-w.ctx.Done():
-		return ErrEnded
 	}
 	return nil
 }
@@ -460,7 +507,7 @@ func (w *Watcher) appendInitial(dst []byte) []byte {
 			w.fail = err
 		}
 		if w.bookmarks {
-			w.nextBookmark = w.nextBookmarkTime(time.Now())
+			w.setNextBookmark(w.nextBookmarkTime(time.Now()))
 		}
 	}
 	return dst
@@ -533,7 +580,7 @@ func (w *Watcher) fromCache(dst []byte) (_ []byte, progressed bool, _ error) {
 		}
 		if typ, ok := w.match(ev); ok {
 			var err error
-			if dst, err = ev.appendFrame(dst, w.enc, typ, w.perWatch); err != nil {
+			if dst, err = ev.appendFrame(dst, w.enc, w.encID, typ, w.perWatch); err != nil {
 				w.fail = err
 				break
 			}
@@ -552,7 +599,7 @@ func (w *Watcher) sendTaken(dst []byte) []byte {
 		d := w.taken[i]
 		w.taken[i] = delivery{}
 		var err error
-		if dst, err = d.ev.appendFrame(dst, w.enc, d.typ, w.perWatch); err != nil {
+		if dst, err = d.ev.appendFrame(dst, w.enc, w.encID, d.typ, w.perWatch); err != nil {
 			w.fail = err
 			w.taken = nil
 			return dst
@@ -620,7 +667,7 @@ func (w *Watcher) fromStorage(dst []byte) (_ []byte, progressed bool, _ error) {
 			ev.detached = true
 			if typ, ok := w.match(ev); ok {
 				var err error
-				if dst, err = ev.appendFrame(dst, w.enc, typ, w.perWatch); err != nil {
+				if dst, err = ev.appendFrame(dst, w.enc, w.encID, typ, w.perWatch); err != nil {
 					w.fail = err
 					return dst, true, nil
 				}
@@ -688,14 +735,14 @@ func (w *Watcher) nextBookmarkTime(now time.Time) time.Time {
 // appendBookmarkIfDue appends a bookmark at the watcher's position when one
 // is due.
 func (w *Watcher) appendBookmarkIfDue(dst []byte) []byte {
-	if !w.bookmarks || w.nextBookmark.IsZero() || w.initial != nil || w.initialEnd {
+	if !w.bookmarks || w.nextBookmark.IsZero() || w.initial != nil || w.initialEnd || !w.bookmarkDue.Load() {
 		return dst
 	}
 	now := time.Now()
 	if now.Before(w.nextBookmark) {
-		return dst
+		return dst // a stale arming fired: the timer is armed for nextBookmark
 	}
-	w.nextBookmark = w.nextBookmarkTime(now)
+	w.setNextBookmark(w.nextBookmarkTime(now))
 	if w.pos < w.from || w.pos <= 0 {
 		return dst // a watch from the future: nothing to confirm yet
 	}

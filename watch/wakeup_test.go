@@ -1,0 +1,89 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// A live watcher waits on one channel (wait): dispatch, Stop, the end of its
+// context and its bookmark timer all wake it. Events written close together
+// and one at a time all arrive, in order and promptly, to watchers with and
+// without bookmarks, sharing one encoder (numbered once by the cache).
+func TestWatcherWakeups(t *testing.T) {
+	e := newEnv(t, Settings{BookmarkInterval: time.Hour})
+	e.put(testPrefix+"k", "v0")
+	e.waitCaughtUp()
+	var rs []*reader
+	for i := 0; i < 8; i++ {
+		rs = append(rs, e.watch(WatchOptions{Bookmarks: i%2 == 0}))
+	}
+	if n := len(e.cache.encIDs); n != 1 {
+		t.Fatalf("%d encoder ids for one encoder", n)
+	}
+	// One at a time: each arrives before the next write.
+	for i := 1; i <= 20; i++ {
+		e.put(testPrefix+"k", fmt.Sprint("v", i))
+		for _, r := range rs {
+			r.expect(t, fmt.Sprintf("MODIFIED %sk v%d", testPrefix, i))
+		}
+	}
+	// A burst.
+	for i := 21; i <= 300; i++ {
+		e.put(testPrefix+"k", fmt.Sprint("v", i))
+	}
+	for _, r := range rs {
+		for i := 21; i <= 300; i++ {
+			r.expect(t, fmt.Sprintf("MODIFIED %sk v%d", testPrefix, i))
+		}
+	}
+	// Frames were encoded once per event, not per watcher.
+	if n := e.enc.events.Load(); n > 300 {
+		t.Fatalf("%d encodes for 300 events", n)
+	}
+
+	// Stop and the end of the context wake a waiting watcher at once.
+	w, err := e.cache.Watch(context.Background(), WatchOptions{Encoder: e.enc, Bookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := read(w)
+	time.Sleep(20 * time.Millisecond) // let it wait
+	start := time.Now()
+	w.Stop()
+	if err := r.ended(t); err != ErrEnded {
+		t.Fatalf("after Stop: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r = e.watchCtx(ctx, WatchOptions{})
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	if err := r.ended(t); err != ErrEnded {
+		t.Fatalf("after cancel: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("ending two waiting watches took %v", d)
+	}
+}
+
+// The bookmark timer wakes an idle watcher when a bookmark is due, and keeps
+// doing so interval after interval.
+func TestWatcherBookmarkTimer(t *testing.T) {
+	e := newEnv(t, Settings{BookmarkInterval: 30 * time.Millisecond})
+	rev := e.put(testPrefix+"k", "v0")
+	e.waitCaughtUp()
+	r := e.watch(WatchOptions{Revision: rev, Bookmarks: true})
+	for i := 0; i < 3; i++ {
+		if ev := r.next(t); ev.typ != "BOOKMARK" || ev.rev < rev {
+			t.Fatalf("bookmark %d: %v", i, ev)
+		}
+	}
+	rev = e.put(testPrefix+"k", "v1")
+	if got := r.nextNonBookmark(t); got.rev != rev {
+		t.Fatalf("%v, want rev %d", got, rev)
+	}
+	if ev := r.next(t); ev.typ != "BOOKMARK" || ev.rev < rev {
+		t.Fatalf("bookmark after the event: %v", ev)
+	}
+}
