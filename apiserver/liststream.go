@@ -18,6 +18,7 @@ import (
 	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/codec"
+	"github.com/kapi-dev/kapi/watch"
 )
 
 // Whole-collection lists (no limit, no continue) are streamed: each item is
@@ -48,15 +49,47 @@ import (
 // streamList serves a whole-collection list by streaming it. It reports
 // false, having done nothing, when the request is not one it streams.
 func (s *Server) streamList(w http.ResponseWriter, r *http.Request, st *registry.Store, ns string, c codec.Choice, opts registry.ListOptions) bool {
-	if s.bufferLists.Load() || opts.Limit > 0 || opts.Continue != "" || c.Format == codec.FormatYAML ||
-		(c.Format == codec.FormatJSON && wantPretty(r, c)) {
+	if s.bufferLists.Load() || c.Format == codec.FormatYAML || (c.Format == codec.FormatJSON && wantPretty(r, c)) {
 		return false
 	}
 	res := st.Resource()
 	ctx := r.Context()
+	paged := opts.Limit > 0 || opts.Continue != ""
+	var cl *registry.CachedList
+	if paged || (c.As == "" && c.Format == codec.FormatProtobuf) {
+		// From the watch cache, pages are streamed as whole lists are
+		// (their objects, continue token and count are known before the
+		// first byte); protobuf lists keep each object's encoding.
+		if c.As != "" {
+			return false
+		}
+		var ok bool
+		var err error
+		if cl, ok, err = st.ListCached(ctx, ns, opts); err != nil {
+			s.writeError(w, r, err)
+			return true
+		}
+		if !ok && paged {
+			return false // read from storage, one page in memory
+		}
+	}
 	sw := newStreamWriter(w, c.Format.MediaType(), acceptsGzip(r.Header.Values("Accept-Encoding")))
 	var err error
 	switch {
+	case cl != nil && c.Format == codec.FormatJSON:
+		err = writeJSONObjects(sw, st, listJSONChunks(res, nil, cachedListMeta(cl))[0], cl.Objects)
+	case cl != nil && c.Format == codec.FormatProtobuf:
+		var t codec.Transcoder
+		msg := res.Protobuf
+		err = writeProtobufObjects(sw, cl.Objects, cachedListMeta(cl), res.APIVersion(), res.ListKind, func(o *watch.Object) ([]byte, error) {
+			return o.Encoding("protobuf", func(o *watch.Object) ([]byte, error) {
+				item, err := st.AppendItemJSON(nil, o)
+				if err != nil {
+					return nil, err
+				}
+				return t.AppendProtobuf(nil, msg, item)
+			})
+		})
 	case c.As == "" && c.Format == codec.FormatJSON:
 		err = streamJSONList(ctx, st, ns, opts, sw, func(rev int64) []byte {
 			return listJSONChunks(res, nil, revListMeta(rev))[0]
@@ -154,6 +187,37 @@ func (s *Server) streamList(w http.ResponseWriter, r *http.Request, st *registry
 
 func revListMeta(rev int64) meta.ListMeta {
 	return meta.ListMeta{ResourceVersion: strconv.FormatInt(rev, 10)}
+}
+
+func cachedListMeta(cl *registry.CachedList) meta.ListMeta {
+	lm := revListMeta(cl.ResourceVersion)
+	lm.Continue, lm.RemainingItemCount = cl.Continue, cl.RemainingItemCount
+	return lm
+}
+
+// writeJSONObjects writes a JSON list of objects from the watch cache:
+// head, the items separated by commas, then "]}".
+func writeJSONObjects(sw *streamWriter, st *registry.Store, head []byte, objs []*watch.Object) error {
+	if _, err := sw.Write(head); err != nil {
+		return err
+	}
+	var buf []byte
+	for i, o := range objs {
+		if i > 0 {
+			if _, err := sw.Write(comma); err != nil {
+				return err
+			}
+		}
+		var err error
+		if buf, err = st.AppendItemJSON(buf[:0], o); err != nil {
+			return err
+		}
+		if _, err := sw.Write(buf); err != nil {
+			return err
+		}
+	}
+	_, err := sw.Write(listEnd)
+	return err
 }
 
 // streamJSONList writes a JSON list: head, the items separated by commas,
@@ -334,6 +398,52 @@ func streamProtobufList(ctx context.Context, st *registry.Store, ns string, opts
 		return err
 	}
 	return st.ListStreamReplay(ctx, ns, opts, begin, emit, end)
+}
+
+// writeProtobufObjects writes a protobuf list of objects from the watch
+// cache (Store.ListCached). Each object keeps its item's encoding
+// (watch.Object.Encoding), so the list's size is known before its first
+// byte without transcoding anything twice, and every later list of the same
+// versions writes the kept bytes.
+func writeProtobufObjects(sw *streamWriter, objs []*watch.Object, lm meta.ListMeta, apiVersion, kind string, encoding func(o *watch.Object) ([]byte, error)) error {
+	lmb, _ := json.Marshal(lm)
+	head, err := codec.AppendEmbedded(nil, 1, func(dst []byte) ([]byte, error) {
+		return codec.ListMetaMessage.AppendProtobuf(dst, lmb)
+	})
+	if err != nil {
+		return meta.NewInternalError(err)
+	}
+	encs := make([][]byte, len(objs))
+	size := len(head)
+	for i, o := range objs {
+		enc, err := encoding(o)
+		if err != nil {
+			return meta.NewInternalError(fmt.Errorf("encoding a %s item as protobuf: %w", kind, err))
+		}
+		encs[i] = enc
+		size += protowire.SizeTag(2) + protowire.SizeBytes(len(enc))
+	}
+	// Nothing has been written yet: every error so far is a Status.
+	hdr := codec.AppendEnvelopeHeader(make([]byte, 0, 64), apiVersion, kind, size)
+	if _, err := sw.Write(hdr); err != nil {
+		return err
+	}
+	if _, err := sw.Write(head); err != nil {
+		return err
+	}
+	prefix := make([]byte, 0, 16)
+	for _, enc := range encs {
+		prefix = protowire.AppendTag(prefix[:0], 2, protowire.BytesType)
+		prefix = protowire.AppendVarint(prefix, uint64(len(enc)))
+		if _, err := sw.Write(prefix); err != nil {
+			return err
+		}
+		if _, err := sw.Write(enc); err != nil {
+			return err
+		}
+	}
+	_, err = sw.Write(codec.AppendEnvelopeTrailer(hdr[:0]))
+	return err
 }
 
 var protoBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}

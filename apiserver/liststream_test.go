@@ -55,7 +55,11 @@ func (f *faultStore) List(ctx context.Context, opts storage.ListOptions) (storag
 	return f.Store.List(ctx, opts)
 }
 
-func newStreamTestServer(t *testing.T) (*Server, *faultStore, *httptest.Server) {
+// newStreamTestServer serves 1,305 configmaps over a store that can fail or
+// hold its list pages. With stateless, the watch cache keeps no state, so
+// that every list streams from storage (with its state, the consistent lists
+// come from the cache's memory).
+func newStreamTestServer(t *testing.T, stateless bool) (*Server, *faultStore, *httptest.Server) {
 	t.Helper()
 	store, err := badger.Open(badger.InMemoryOptions())
 	if err != nil {
@@ -63,7 +67,11 @@ func newStreamTestServer(t *testing.T) (*Server, *faultStore, *httptest.Server) 
 	}
 	t.Cleanup(func() { store.Close() })
 	fs := &faultStore{Store: store, held: make(chan struct{})}
-	api, err := New(context.Background(), Config{Storage: fs, AllowAnonymous: true, DisableControllers: true})
+	cfg := Config{Storage: fs, AllowAnonymous: true, DisableControllers: true}
+	if stateless {
+		cfg.Watch.StateBytes = -1
+	}
+	api, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,12 +192,13 @@ func TestListStreamRepresentations(t *testing.T) {
 	// to: a small one makes long lists fall back to the second pass. Only
 	// protobuf lists depend on it: the other sizes check those alone.
 	for _, cache := range []int{32 << 20, 96 << 10, 0} {
-		t.Run(fmt.Sprintf("cache=%d", cache), func(t *testing.T) { testListStreamRepresentations(t, cache, cache != 32<<20) })
+		// The last variant also reads storage instead of the watch cache.
+		t.Run(fmt.Sprintf("cache=%d", cache), func(t *testing.T) { testListStreamRepresentations(t, cache, cache != 32<<20, cache == 0) })
 	}
 }
 
-func testListStreamRepresentations(t *testing.T, cacheBytes int, protobufOnly bool) {
-	api, _, ts := newStreamTestServer(t)
+func testListStreamRepresentations(t *testing.T, cacheBytes int, protobufOnly, stateless bool) {
+	api, _, ts := newStreamTestServer(t, stateless)
 	api.protobufListBuffer = 64 << 10 // past the buffer: references to cached encodings, or two passes
 	api.pbCache = codec.NewProtobufCache(cacheBytes)
 
@@ -331,7 +340,7 @@ func testListStreamRepresentations(t *testing.T, cacheBytes int, protobufOnly bo
 // Status; after the status line went out the response is cut short, so a
 // client never takes a partial list for a complete one.
 func TestListStreamErrors(t *testing.T) {
-	api, fs, ts := newStreamTestServer(t)
+	api, fs, ts := newStreamTestServer(t, true)
 	api.protobufListBuffer = 64 << 10
 	api.pbCache = nil // the two-pass protobuf list: its second pass can fail
 	const pb = "application/vnd.kubernetes.protobuf"
@@ -382,7 +391,7 @@ func TestListStreamErrors(t *testing.T) {
 // TestListStreamClientGone: when the client goes away mid-list, the server
 // stops reading storage.
 func TestListStreamClientGone(t *testing.T) {
-	_, fs, ts := newStreamTestServer(t)
+	_, fs, ts := newStreamTestServer(t, true)
 	fs.pages.Store(0)
 	fs.holdAt.Store(2) // the second page waits until the request ends
 	ctx, cancel := context.WithCancel(context.Background())

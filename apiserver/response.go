@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -300,6 +301,24 @@ func writeChunks(w http.ResponseWriter, r *http.Request, code int, chunks [][]by
 	}
 	h.Set("Content-Length", strconv.Itoa(size))
 	w.WriteHeader(code)
+	if len(chunks) > 2 && size > 32<<10 {
+		// Many small chunks (a page of a list): gathered into writes of
+		// 32 KiB, each a few TLS records and system calls, instead of one
+		// or two of each per item.
+		bw := bufioPool.Get().(*bufio.Writer)
+		bw.Reset(w)
+		defer func() {
+			bw.Reset(nil)
+			bufioPool.Put(bw)
+		}()
+		for _, c := range chunks {
+			if _, err := bw.Write(c); err != nil {
+				return
+			}
+		}
+		_ = bw.Flush()
+		return
+	}
 	for _, c := range chunks {
 		if _, err := w.Write(c); err != nil {
 			return

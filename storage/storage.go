@@ -82,6 +82,19 @@ type Store interface {
 	Close() error
 }
 
+// ProgressRequester is implemented by stores whose watches can be asked to
+// report their progress now rather than at their next ProgressInterval. A
+// watch cache that is behind the store's current revision only because the
+// latest writes were under other prefixes uses it to catch up at once, which
+// is what lets it answer consistent reads without waiting.
+type ProgressRequester interface {
+	// RequestProgress asks every open watch to send an EventProgress as soon
+	// as it has delivered every change up to the store's current revision. It
+	// does not wait for them; watches without a ProgressInterval may ignore
+	// it.
+	RequestProgress(ctx context.Context) error
+}
+
 // KeyValue is one stored key at one revision.
 type KeyValue struct {
 	Key   []byte

@@ -28,10 +28,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/google/btree"
 
 	"github.com/kapi-dev/kapi/storage"
 )
@@ -63,9 +65,12 @@ type Cache struct {
 	oldest      int64 // the window holds every change after oldest
 	window      ring
 	windowBytes int64
-	state       map[string]*Object // nil when no state is kept
+	state       *stateTree // nil when no state is kept
 	stateBytes  int64
-	stateOff    bool // the state outgrew Settings.StateBytes
+	stateOff    bool        // the state outgrew Settings.StateBytes
+	stateRev    int64       // the revision of the last change applied to the state
+	snap        *snapshot   // the state as a sorted slice, nil until a list asks after a change
+	retained    []*snapshot // older snapshots kept for continued lists (Retain)
 	watchers    map[*Watcher]struct{}
 	live        map[*Watcher]struct{} // watchers fed by dispatch
 	advanced    chan struct{}         // closed and replaced whenever rev advances
@@ -146,7 +151,7 @@ func (c *Cache) Stats() Stats {
 		WindowBytes: c.windowBytes + c.frameBytes.Load(), StateObjects: -1, StateBytes: c.stateBytes,
 		Watchers: len(c.watchers), LiveWatchers: len(c.live), ListsCompleted: c.lists}
 	if c.state != nil {
-		st.StateObjects = len(c.state)
+		st.StateObjects = c.state.Len()
 	}
 	return st
 }
@@ -220,21 +225,124 @@ func (c *Cache) Attrs(o *Object) (any, error) { return o.attributes(c.cfg.Attrs)
 // List returns the objects under prefix in key order and the revision of the
 // state they form: the cache's state, at whatever revision the cache has
 // reached ("any" in the API's terms). ok is false when the cache keeps no
-// state; the caller then reads storage.
+// state; the caller then reads storage. The slice is shared: do not modify it.
 func (c *Cache) List(ctx context.Context, prefix []byte) (objs []*Object, rev int64, ok bool, err error) {
 	if err := c.waitReady(ctx); err != nil {
 		return nil, 0, false, err
 	}
 	c.mu.RLock()
-	if c.state == nil {
-		c.mu.RUnlock()
+	sn, kept := c.snap, c.state != nil
+	c.mu.RUnlock()
+	if !kept {
 		return nil, 0, false, nil
 	}
-	objs = c.snapshotLocked(prefix)
-	rev = c.rev.Load()
-	c.mu.RUnlock()
-	sortObjects(objs)
-	return objs, rev, true, nil
+	if sn == nil {
+		c.mu.Lock()
+		sn = c.snapshotLocked()
+		c.mu.Unlock()
+		if sn == nil {
+			return nil, 0, false, nil
+		}
+	}
+	return sn.under(prefix), sn.rev, true, nil
+}
+
+// KeepsState reports, once the cache is ready, whether it keeps the state
+// (List, ListAt and Get can serve reads).
+func (c *Cache) KeepsState(ctx context.Context) (bool, error) {
+	if err := c.waitReady(ctx); err != nil {
+		return false, err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.state != nil, nil
+}
+
+// ListAt returns the objects under prefix in key order as they were at
+// revision rev, when the cache still has that state: the current one, or
+// one kept by Retain. The slice is shared: do not modify it.
+func (c *Cache) ListAt(prefix []byte, rev int64) ([]*Object, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.state == nil {
+		return nil, false
+	}
+	if sn := c.snap; sn != nil && sn.covers(rev) {
+		return sn.under(prefix), true
+	}
+	if c.snap == nil && c.stateRev <= rev && rev <= c.rev.Load() {
+		// The live state is that revision's, but nobody has listed it yet:
+		// a caller with a revision this fresh has just listed, so this is
+		// rare; let it read storage rather than take the write lock here.
+		return nil, false
+	}
+	for _, sn := range c.retained {
+		if sn.covers(rev) {
+			sn.used.Store(time.Now().UnixNano())
+			return sn.under(prefix), true
+		}
+	}
+	return nil, false
+}
+
+// Retain keeps the state of revision rev (which a List or ListAt returned)
+// for later ListAt calls, so that the pages of a list continue from memory.
+// At most Settings.RetainedSnapshots are kept, each until it has gone
+// unused for Settings.RetainFor; older ones are dropped first.
+func (c *Cache) Retain(rev int64) {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.expireRetainedLocked(now)
+	if c.cfg.RetainedSnapshots <= 0 {
+		return
+	}
+	for _, sn := range c.retained {
+		if sn.covers(rev) {
+			sn.used.Store(now.UnixNano())
+			return
+		}
+	}
+	sn := c.snap
+	if sn == nil || !sn.covers(rev) {
+		return
+	}
+	sn.used.Store(now.UnixNano())
+	if len(c.retained) >= c.cfg.RetainedSnapshots {
+		c.retained[0] = nil
+		c.retained = c.retained[1:]
+	}
+	c.retained = append(c.retained, sn)
+}
+
+func (c *Cache) expireRetainedLocked(now time.Time) {
+	kept := c.retained[:0]
+	for _, sn := range c.retained {
+		if now.Sub(time.Unix(0, sn.used.Load())) <= c.cfg.RetainFor {
+			kept = append(kept, sn)
+		}
+	}
+	clear(c.retained[len(kept):])
+	c.retained = kept
+}
+
+// Fresh waits until the cache has applied every change up to rev, for at
+// most Settings.ConsistentReadWait, asking storage for a progress report when it is behind (a change
+// to another prefix advances the store's revision without an event here).
+// It reports whether the cache got there.
+func (c *Cache) Fresh(ctx context.Context, rev int64) (bool, error) {
+	if err := c.waitReady(ctx); err != nil {
+		return false, err
+	}
+	if c.rev.Load() >= rev {
+		return true, nil
+	}
+	if pr, ok := c.cfg.Storage.(storage.ProgressRequester); ok {
+		if err := pr.RequestProgress(ctx); err != nil {
+			c.log.Debug("watch cache: progress request failed", "error", err)
+		}
+	}
+	return c.WaitForRevision(ctx, rev, c.cfg.ConsistentReadWait)
 }
 
 // Get returns the object with key from the cache's state (nil when there is
@@ -248,28 +356,72 @@ func (c *Cache) Get(ctx context.Context, key []byte) (obj *Object, rev int64, ok
 	if c.state == nil {
 		return nil, 0, false, nil
 	}
-	return c.state[string(key)], c.rev.Load(), true, nil
+	o, _ := c.state.Get(&Object{Key: key})
+	return o, c.rev.Load(), true, nil
 }
 
-func (c *Cache) snapshotLocked(prefix []byte) []*Object {
-	if bytes.Equal(prefix, c.cfg.Prefix) {
-		objs := make([]*Object, 0, len(c.state))
-		for _, o := range c.state {
+// snapshotLocked returns the current state as a sorted slice, building it if
+// a change was applied since the last one (c.mu held for writing).
+func (c *Cache) snapshotLocked() *snapshot {
+	if c.state == nil {
+		return nil
+	}
+	if c.snap == nil {
+		objs := make([]*Object, 0, c.state.Len())
+		c.state.Ascend(func(o *Object) bool {
 			objs = append(objs, o)
-		}
-		return objs
+			return true
+		})
+		c.snap = &snapshot{from: c.stateRev, rev: c.rev.Load(), objs: objs}
+	}
+	return c.snap
+}
+
+// stateUnderLocked returns the state's objects under prefix in key order in a
+// new slice (c.mu held).
+func (c *Cache) stateUnderLocked(prefix []byte) []*Object {
+	if sn := c.snap; sn != nil {
+		return slices.Clone(sn.under(prefix))
 	}
 	var objs []*Object
-	for _, o := range c.state {
-		if bytes.HasPrefix(o.Key, prefix) {
-			objs = append(objs, o)
+	c.state.AscendGreaterOrEqual(&Object{Key: prefix}, func(o *Object) bool {
+		if !bytes.HasPrefix(o.Key, prefix) {
+			return false
 		}
-	}
+		objs = append(objs, o)
+		return true
+	})
 	return objs
 }
 
-func sortObjects(objs []*Object) {
-	sort.Slice(objs, func(i, j int) bool { return bytes.Compare(objs[i].Key, objs[j].Key) < 0 })
+// stateTree is the cache's state: the latest version of every object, by key.
+type stateTree = btree.BTreeG[*Object]
+
+func newStateTree() *stateTree {
+	return btree.NewG(32, func(a, b *Object) bool { return bytes.Compare(a.Key, b.Key) < 0 })
+}
+
+// snapshot is the state at the revisions from..rev (no change in between)
+// as a slice sorted by key. It is shared and never modified.
+type snapshot struct {
+	from, rev int64
+	objs      []*Object
+	used      atomic.Int64 // unix nanoseconds of the last use, for Retain
+}
+
+func (sn *snapshot) covers(rev int64) bool { return sn.from <= rev && rev <= sn.rev }
+
+// under returns the objects whose keys start with prefix.
+func (sn *snapshot) under(prefix []byte) []*Object {
+	objs := sn.objs
+	lo, _ := slices.BinarySearchFunc(objs, prefix, func(o *Object, p []byte) int { return bytes.Compare(o.Key, p) })
+	n, _ := slices.BinarySearchFunc(objs[lo:], prefix, func(o *Object, p []byte) int {
+		if bytes.HasPrefix(o.Key, p) {
+			return -1
+		}
+		return 1
+	})
+	return objs[lo : lo+n : lo+n]
 }
 
 // run lists and follows the prefix until the cache is stopped or the store
@@ -323,7 +475,7 @@ func (c *Cache) shutdown(err error) {
 	clear(c.watchers)
 	clear(c.live)
 	c.window.reset()
-	c.state = nil
+	c.state, c.snap, c.retained = nil, nil, nil
 	close(c.advanced)
 	c.advanced = make(chan struct{})
 }
@@ -332,12 +484,12 @@ func (c *Cache) shutdown(err error) {
 // state. A list after the first breaks the continuity of every watcher.
 func (c *Cache) list() error {
 	st := c.cfg.Storage
-	var state map[string]*Object
+	var state *stateTree
 	c.mu.RLock()
 	keep := !c.stateOff
 	c.mu.RUnlock()
 	if keep {
-		state = map[string]*Object{}
+		state = newStateTree()
 	}
 	var size, rev int64
 	var start []byte
@@ -354,7 +506,7 @@ func (c *Cache) list() error {
 		if state != nil {
 			for _, kv := range page.Items {
 				o := &Object{Key: kv.Key, Value: kv.Value, Revision: kv.Revision}
-				state[string(kv.Key)] = o
+				state.ReplaceOrInsert(o)
 				size += o.size()
 			}
 			if size > c.cfg.StateBytes {
@@ -391,6 +543,7 @@ func (c *Cache) list() error {
 	c.window.reset()
 	c.windowBytes = 0
 	c.state, c.stateBytes = state, size
+	c.stateRev, c.snap, c.retained = rev, nil, nil
 	c.rev.Store(rev)
 	c.oldest = rev
 	c.lists++
@@ -458,6 +611,10 @@ func (c *Cache) apply(batch []storage.Event) error {
 		case storage.EventProgress:
 			if sev.Revision > c.rev.Load() {
 				c.rev.Store(sev.Revision)
+				if sn := c.snap; sn != nil {
+					// No change since: the snapshot is this revision's too.
+					c.snap = &snapshot{from: sn.from, rev: sev.Revision, objs: sn.objs}
+				}
 			}
 		case storage.EventPut, storage.EventDelete:
 			if sev.Revision <= c.rev.Load() {
@@ -465,7 +622,7 @@ func (c *Cache) apply(batch []storage.Event) error {
 			}
 			var prev *Object
 			if c.state != nil {
-				prev = c.state[string(sev.Key)]
+				prev, _ = c.state.Get(&Object{Key: sev.Key})
 			}
 			ev := newEvent(sev, prev, now)
 			ev.counter = &c.frameBytes
@@ -500,20 +657,22 @@ func (c *Cache) applyStateLocked(ev *Event) {
 	if c.state == nil {
 		return
 	}
-	key := string(ev.Key())
-	if old, ok := c.state[key]; ok {
-		c.stateBytes -= old.size()
-	}
+	c.stateRev, c.snap = ev.Revision, nil
 	if ev.Type == Deleted {
-		delete(c.state, key)
+		if old, ok := c.state.Delete(&Object{Key: ev.Key()}); ok {
+			c.stateBytes -= old.size()
+		}
 		return
 	}
-	c.state[key] = ev.Object
+	if old, ok := c.state.ReplaceOrInsert(ev.Object); ok {
+		c.stateBytes -= old.size()
+	}
 	c.stateBytes += ev.Object.size()
 	if c.stateBytes > c.cfg.StateBytes {
 		c.log.Warn("watch cache: the state is larger than Settings.StateBytes; serving initial state from storage",
-			"limit", c.cfg.StateBytes, "objects", len(c.state))
+			"limit", c.cfg.StateBytes, "objects", c.state.Len())
 		c.state, c.stateBytes, c.stateOff = nil, 0, true
+		c.retained = nil
 	}
 }
 

@@ -46,6 +46,36 @@ type Object struct {
 	Revision int64
 
 	attrs atomic.Pointer[attrsResult]
+	enc   atomic.Pointer[encodingResult]
+}
+
+type encodingResult struct {
+	tag string
+	b   []byte
+}
+
+// Encoding returns the encoding of o that tag names, made by enc at most once
+// per object version: the first caller's result is kept and shared (with
+// every later caller asking for the same tag) for as long as o lives. An
+// object keeps one encoding: asking for another tag encodes without keeping
+// it. The bytes are shared: do not modify them.
+func (o *Object) Encoding(tag string, enc func(o *Object) ([]byte, error)) ([]byte, error) {
+	if r := o.enc.Load(); r != nil {
+		if r.tag == tag {
+			return r.b, nil
+		}
+		return enc(o)
+	}
+	b, err := enc(o)
+	if err != nil {
+		return nil, err
+	}
+	if !o.enc.CompareAndSwap(nil, &encodingResult{tag: tag, b: b}) {
+		if r := o.enc.Load(); r.tag == tag {
+			return r.b, nil
+		}
+	}
+	return b, nil
 }
 
 type attrsResult struct {

@@ -20,6 +20,8 @@ const (
 	DefaultBookmarkInterval   = time.Minute
 	DefaultConsistentReadWait = 250 * time.Millisecond
 	DefaultTimeout            = 30 * time.Minute
+	DefaultRetainedSnapshots  = 4
+	DefaultRetainFor          = 30 * time.Second
 )
 
 // Settings are the tunables of a Cache. Every zero field takes its default,
@@ -74,6 +76,18 @@ type Settings struct {
 	// and spread over servers, as kube-apiserver's --min-request-timeout.
 	// Default 30 minutes; negative: never.
 	Timeout time.Duration
+
+	// RetainedSnapshots is how many past states the cache keeps for lists
+	// served in pages (limit and continue), so that every page of one list
+	// comes from memory at the first page's revision. A kept state shares
+	// the objects that have not changed since; it holds on to the versions
+	// replaced since. Default 4; negative keeps none (continued pages are
+	// then read from storage snapshots).
+	RetainedSnapshots int
+
+	// RetainFor is how long a kept state survives without being used.
+	// Default 30 seconds.
+	RetainFor time.Duration
 }
 
 func (s Settings) withDefaults() (Settings, error) {
@@ -104,6 +118,12 @@ func (s Settings) withDefaults() (Settings, error) {
 	if s.Timeout == 0 {
 		s.Timeout = DefaultTimeout
 	}
+	if s.RetainedSnapshots == 0 {
+		s.RetainedSnapshots = DefaultRetainedSnapshots
+	}
+	if s.RetainFor == 0 {
+		s.RetainFor = DefaultRetainFor
+	}
 	switch {
 	case s.WindowEvents < 0:
 		return s, fmt.Errorf("watch: WindowEvents %d is negative", s.WindowEvents)
@@ -117,6 +137,8 @@ func (s Settings) withDefaults() (Settings, error) {
 		return s, fmt.Errorf("watch: ProgressInterval %v is negative", s.ProgressInterval)
 	case s.BookmarkInterval < 0:
 		return s, fmt.Errorf("watch: BookmarkInterval %v is negative", s.BookmarkInterval)
+	case s.RetainFor < 0:
+		return s, fmt.Errorf("watch: RetainFor %v is negative", s.RetainFor)
 	case s.ConsistentReadWait < 0:
 		return s, fmt.Errorf("watch: ConsistentReadWait %v is negative", s.ConsistentReadWait)
 	}

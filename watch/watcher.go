@@ -253,13 +253,12 @@ func (c *Cache) startFromState(w *Watcher) (bool, error) {
 		c.mu.Unlock()
 		return false, nil
 	}
-	objs := c.snapshotLocked(w.prefix)
+	objs := c.stateUnderLocked(w.prefix)
 	rev := c.rev.Load()
 	w.pos, w.from, w.initialRev = rev, rev, rev
 	c.watchers[w] = struct{}{}
 	c.mu.Unlock()
 	if w.filter != nil {
-		// Filter before sorting: a selective watch sorts only its objects.
 		kept := objs[:0]
 		for _, o := range objs {
 			if w.passes(o) {
@@ -269,7 +268,6 @@ func (c *Cache) startFromState(w *Watcher) (bool, error) {
 		clear(objs[len(kept):])
 		objs = kept
 	}
-	sortObjects(objs)
 	w.initial = objs
 	return true, nil
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -106,11 +107,9 @@ func (s *Store) ListStreamReplay(ctx context.Context, ns string, opts ListOption
 		return err
 	}
 	var pass ListReplay
-	if opts.ResourceVersion == "0" {
-		if c, objs, crev, ok := s.cacheState(ctx, prefix); ok {
-			rev = crev
-			pass = s.cachePass(ctx, c, objs, opts, typeMeta)
-		}
+	if c, objs, crev, ok := s.cacheObjects(ctx, prefix, nil, rev, opts); ok {
+		rev = crev
+		pass = s.cachePass(ctx, c, objs, opts, typeMeta)
 	}
 	if pass == nil {
 		// The first page fixes the revision of the snapshot (0: latest).
@@ -141,19 +140,156 @@ func (s *Store) ListStreamReplay(ctx context.Context, ns string, opts ListOption
 	return end(pass)
 }
 
-// cacheState returns the watch cache's state under prefix, if the cache
-// keeps one (see listFromCache).
-func (s *Store) cacheState(ctx context.Context, prefix []byte) (*watch.Cache, []*watch.Object, int64, bool) {
+// CachedList is a list, or one page of one, that the watch cache serves
+// (Store.ListCached).
+type CachedList struct {
+	// Objects are the items, in key order; shared: do not modify them
+	// (AppendItemJSON renders one as a list item).
+	Objects []*watch.Object
+	// ResourceVersion is the revision of the snapshot.
+	ResourceVersion int64
+	// Continue is the token of the next page ("" on the last one).
+	Continue string
+	// RemainingItemCount is set on a page that is not the last, without
+	// selectors.
+	RemainingItemCount *int64
+}
+
+// ListCached returns the list (or the page of it) that opts asks for when
+// the watch cache can serve it (see cacheObjects); ok is false when the
+// caller must read storage (List, ListStream).
+func (s *Store) ListCached(ctx context.Context, ns string, opts ListOptions) (_ *CachedList, ok bool, _ error) {
+	if err := s.notVirtual(); err != nil {
+		return nil, false, err
+	}
+	prefix := s.listPrefix(ns)
+	rev, start, err := s.listStart(ctx, prefix, opts)
+	if err != nil {
+		return nil, false, err
+	}
+	return s.cachedList(ctx, prefix, start, rev, opts)
+}
+
+// cachedList is ListCached after listStart. A page that leaves objects
+// behind keeps the cache's snapshot of its revision (watch.Cache.Retain), so
+// that the next pages come from memory too. As in kube-apiserver, a list at
+// resourceVersion "0" ignores the limit: the whole (selected) collection
+// comes back in one response, which spares an informer's first sync its
+// pages.
+func (s *Store) cachedList(ctx context.Context, prefix, start []byte, rev int64, opts ListOptions) (*CachedList, bool, error) {
+	c, objs, rev, ok := s.cacheObjects(ctx, prefix, start, rev, opts)
+	if !ok {
+		return nil, false, nil
+	}
+	limit := opts.Limit
+	if opts.ResourceVersion == "0" && opts.Continue == "" {
+		limit = 0
+	}
+	out := &CachedList{ResourceVersion: rev}
+	next := func(o *watch.Object) {
+		out.Continue = s.reg.encodeContinue(rev, o.Key[len(s.prefix):])
+		c.Retain(rev)
+	}
+	filter := selectorFilter(opts.Labels, opts.Fields)
+	if filter == nil {
+		out.Objects = objs
+		if limit > 0 && int64(len(objs)) > limit {
+			out.Objects = objs[:limit:limit]
+			remaining := int64(len(objs)) - limit
+			out.RemainingItemCount = &remaining
+			next(objs[limit])
+		}
+		return out, true, nil
+	}
+	for _, o := range objs {
+		a, err := c.Attrs(o)
+		if err != nil {
+			return nil, false, meta.NewInternalError(fmt.Errorf("reading %s: %w", o.Key, err))
+		}
+		if !filter(a) {
+			continue
+		}
+		if limit > 0 && int64(len(out.Objects)) >= limit {
+			next(o) // the first object of the next page
+			break
+		}
+		out.Objects = append(out.Objects, o)
+	}
+	return out, true, nil
+}
+
+// AppendItemJSON appends o (from ListCached) as the JSON of a list item.
+func (s *Store) AppendItemJSON(dst []byte, o *watch.Object) ([]byte, error) {
+	return s.appendItemJSON(dst, o, !s.res.Options.OmitItemTypeMeta)
+}
+
+func (s *Store) appendItemJSON(dst []byte, o *watch.Object, typeMeta bool) ([]byte, error) {
+	so, err := parseStored(o.Value)
+	if err != nil {
+		return dst, meta.NewInternalError(fmt.Errorf("reading %s: %w", o.Key, err))
+	}
+	return so.appendJSON(dst, o.Revision, typeMeta), nil
+}
+
+// cacheObjects returns the objects of a list (from key start on) when the
+// watch cache can serve it, which is whenever it keeps its state and has
+// the snapshot the list needs:
+//
+//   - resourceVersion "0" ("any"): the cache's state as it is;
+//   - resourceVersion "" (the most recent): the cache's state once it has
+//     caught up with storage's current revision (Fresh), as kube-apiserver's
+//     consistent reads from its cache;
+//   - resourceVersion N, not older than: the state once the cache has
+//     reached N;
+//   - an exact snapshot (resourceVersionMatch=Exact, a limited list at N, or
+//     a continue token at rev): the state at that revision, if the cache
+//     still has it (the current one, or one Retain kept).
+//
+// rev is listStart's: the exact snapshot's revision, 0 otherwise. ok is
+// false when storage must be read instead.
+func (s *Store) cacheObjects(ctx context.Context, prefix, start []byte, rev int64, opts ListOptions) (_ *watch.Cache, _ []*watch.Object, _ int64, ok bool) {
 	c, err := s.watchCache()
 	if err != nil {
 		return nil, nil, 0, false
 	}
-	objs, rev, ok, err := c.List(ctx, prefix)
-	if err != nil || !ok {
-		if err != nil && ctx.Err() == nil {
-			s.reg.cfg.Logger.Warn("watch cache unavailable for a list; reading storage", "resource", s.res.GroupResource().String(), "error", err)
-		}
+	if keeps, err := c.KeepsState(ctx); err != nil || !keeps {
 		return nil, nil, 0, false
+	}
+	var objs []*watch.Object
+	switch {
+	case rev > 0:
+		if objs, ok = c.ListAt(prefix, rev); !ok {
+			return nil, nil, 0, false
+		}
+		// A snapshot older than storage's history is gone for the API too
+		// (410), whether or not the cache still holds it.
+		if oldest, err := s.reg.cfg.Storage.CompactedRevision(ctx); err != nil || rev < oldest {
+			return nil, nil, 0, false
+		}
+	case opts.Continue != "":
+		return nil, nil, 0, false // a fresh snapshot for an expired token: storage
+	default:
+		var want int64 // the revision the state must have reached
+		if opts.ResourceVersion != "0" {
+			if opts.ResourceVersion != "" {
+				want, _ = parseRV(opts.ResourceVersion) // listStart parsed it
+			} else if want, err = s.reg.cfg.Storage.CurrentRevision(ctx); err != nil {
+				return nil, nil, 0, false
+			}
+		}
+		if fresh, err := c.Fresh(ctx, want); err != nil || !fresh {
+			return nil, nil, 0, false
+		}
+		if objs, rev, ok, err = c.List(ctx, prefix); err != nil || !ok {
+			if err != nil && ctx.Err() == nil {
+				s.reg.cfg.Logger.Warn("watch cache unavailable for a list; reading storage", "resource", s.res.GroupResource().String(), "error", err)
+			}
+			return nil, nil, 0, false
+		}
+	}
+	if len(start) > 0 {
+		i, _ := slices.BinarySearchFunc(objs, start, func(o *watch.Object, k []byte) int { return bytes.Compare(o.Key, k) })
+		objs = objs[i:]
 	}
 	return c, objs, rev, true
 }
@@ -259,11 +395,20 @@ func (s *Store) list(ctx context.Context, ns string, opts ListOptions, typeMeta 
 		return nil, err
 	}
 	first := start // where a continued list resumes
-	if opts.ResourceVersion == "0" && opts.Continue == "" {
-		// "Any": the watch cache's state may serve it (watch.go).
-		if out, ok, err := s.listFromCache(ctx, ns, opts, typeMeta); ok || err != nil {
-			return out, err
+	if cl, ok, err := s.cachedList(ctx, prefix, start, rev, opts); err != nil || ok {
+		if err != nil {
+			return nil, err
 		}
+		out := &ListResult{ResourceVersion: cl.ResourceVersion, Continue: cl.Continue, RemainingItemCount: cl.RemainingItemCount}
+		out.Items = make([][]byte, 0, len(cl.Objects))
+		for _, o := range cl.Objects {
+			item, err := s.appendItemJSON(nil, o, typeMeta)
+			if err != nil {
+				return nil, err
+			}
+			out.Items = append(out.Items, item)
+		}
+		return out, nil
 	}
 	filtered := opts.Labels != nil || opts.Fields != nil
 	out := &ListResult{}

@@ -287,44 +287,6 @@ func selectorFilter(l LabelMatcher, f FieldMatcher) func(any) bool {
 	}
 }
 
-// listFromCache serves a list at resourceVersion "0" ("any") from the watch
-// cache's state. ok is false when the cache keeps no state; the caller then
-// reads storage. As in kube-apiserver, a limit is ignored: the whole
-// (selected) collection comes back in one response without a continue
-// token, which spares an informer's first sync its pages.
-func (s *Store) listFromCache(ctx context.Context, ns string, opts ListOptions, typeMeta bool) (_ *ListResult, ok bool, _ error) {
-	c, err := s.watchCache()
-	if err != nil {
-		return nil, false, nil
-	}
-	objs, rev, ok, err := c.List(ctx, s.listPrefix(ns))
-	if err != nil || !ok {
-		if err != nil && ctx.Err() == nil {
-			s.reg.cfg.Logger.Warn("watch cache unavailable for a list; reading storage", "resource", s.res.GroupResource().String(), "error", err)
-		}
-		return nil, false, nil
-	}
-	filter := selectorFilter(opts.Labels, opts.Fields)
-	out := &ListResult{ResourceVersion: rev}
-	for _, o := range objs {
-		if filter != nil {
-			a, err := c.Attrs(o)
-			if err != nil {
-				return nil, true, meta.NewInternalError(fmt.Errorf("reading %s: %w", o.Key, err))
-			}
-			if !filter(a) {
-				continue
-			}
-		}
-		so, err := parseStored(o.Value)
-		if err != nil {
-			return nil, true, meta.NewInternalError(fmt.Errorf("reading %s: %w", o.Key, err))
-		}
-		out.Items = append(out.Items, so.appendJSON(nil, o.Revision, typeMeta))
-	}
-	return out, true, nil
-}
-
 // getFromCache serves a get at resourceVersion "0" ("any") from the watch
 // cache's state. ok is false when the cache keeps no state.
 func (s *Store) getFromCache(ctx context.Context, ns, name string) (_ []byte, ok bool, _ error) {

@@ -59,9 +59,10 @@ type watcher struct {
 	notify   chan struct{} // capacity 1: buffer changed or watcher fell behind
 
 	// Guarded by hub.mu.
-	live    bool
-	buf     []storage.Event
-	through int64 // live: every matching event up to this revision is taken or in buf
+	live     bool
+	buf      []storage.Event
+	through  int64 // live: every matching event up to this revision is taken or in buf
+	askedFor bool  // RequestProgress asked for a progress event
 }
 
 // publish makes revision rev current and hands the batch's events to the
@@ -94,6 +95,28 @@ func (h *hub) publish(s *Store, rev int64, events []storage.Event) {
 			}
 		}
 	}
+}
+
+// RequestProgress asks every live watch with a progress interval for a
+// progress event now; see storage.ProgressRequester.
+func (s *Store) RequestProgress(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	h := &s.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for w := range h.watchers {
+		if w.progress <= 0 {
+			continue
+		}
+		w.askedFor = true
+		select {
+		case w.notify <- struct{}{}:
+		default:
+		}
+	}
+	return nil
 }
 
 func (h *hub) remove(w *watcher) {
@@ -207,8 +230,8 @@ func (st *sendState) loop(tick <-chan time.Time) error {
 				h.mu.Unlock()
 				continue // fell behind: catch up from st.next
 			}
-			events, through := w.buf, w.through
-			w.buf = nil
+			events, through, asked := w.buf, w.through, w.askedFor
+			w.buf, w.askedFor = nil, false
 			h.mu.Unlock()
 			for i := range events {
 				if events[i].Revision >= st.next {
@@ -218,6 +241,11 @@ func (st *sendState) loop(tick <-chan time.Time) error {
 				}
 			}
 			st.next = max(st.next, through+1)
+			if asked {
+				if err := st.sendProgress(through); err != nil {
+					return err
+				}
+			}
 		case <-tick:
 			if time.Since(st.lastSent) < w.progress {
 				continue

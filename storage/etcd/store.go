@@ -79,9 +79,16 @@ type Store struct {
 	// compacted is a revision known to be at or below etcd's compacted
 	// revision (1 until a compaction is seen).
 	compacted atomic.Int64
+
+	// pokes are the open watches' progress-request signals (RequestProgress).
+	pokesMu sync.Mutex
+	pokes   map[chan struct{}]struct{}
 }
 
-var _ storage.Store = (*Store)(nil)
+var (
+	_ storage.Store             = (*Store)(nil)
+	_ storage.ProgressRequester = (*Store)(nil)
+)
 
 // Open connects to etcd and checks, with one quorum read, that it answers
 // within Options.DialTimeout.

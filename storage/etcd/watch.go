@@ -64,9 +64,34 @@ func (s *Store) Watch(ctx context.Context, opts storage.WatchOptions) (<-chan st
 		}
 	}
 	w := &watcher{s: s, ctx: ctx, prefix: opts.Prefix, interval: opts.ProgressInterval, last: from,
-		out: make(chan storage.Event, watchBuffer)}
+		out: make(chan storage.Event, watchBuffer), poke: make(chan struct{}, 1)}
+	if w.interval > 0 {
+		s.pokesMu.Lock()
+		if s.pokes == nil {
+			s.pokes = map[chan struct{}]struct{}{}
+		}
+		s.pokes[w.poke] = struct{}{}
+		s.pokesMu.Unlock()
+	}
 	go w.run()
 	return w.out, nil
+}
+
+// RequestProgress asks every open watch with a progress interval to ask etcd
+// for a progress report now; see storage.ProgressRequester.
+func (s *Store) RequestProgress(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.pokesMu.Lock()
+	defer s.pokesMu.Unlock()
+	for p := range s.pokes {
+		select {
+		case p <- struct{}{}:
+		default:
+		}
+	}
+	return nil
 }
 
 type watcher struct {
@@ -76,6 +101,7 @@ type watcher struct {
 	interval time.Duration
 	last     int64 // every change up to this revision was delivered
 	out      chan storage.Event
+	poke     chan struct{} // RequestProgress: ask for progress now
 }
 
 // errRetry says the etcd watch ended in a way worth resuming from.
@@ -83,6 +109,11 @@ var errRetry = errors.New("etcd watch interrupted")
 
 func (w *watcher) run() {
 	defer close(w.out)
+	defer func() {
+		w.s.pokesMu.Lock()
+		delete(w.s.pokes, w.poke)
+		w.s.pokesMu.Unlock()
+	}()
 	// ctx ends with the caller's context or the store.
 	ctx, cancel := context.WithCancel(w.ctx)
 	defer cancel()
@@ -111,6 +142,31 @@ func (w *watcher) run() {
 		}
 		backoff = min(2*backoff, 2*time.Second)
 	}
+}
+
+// askProgress asks etcd for a progress report on this watch's stream (wctx).
+// Until the watch has reached its start revision etcd would not answer, so
+// a quorum read tells whether the watch is simply up to date. It reports
+// false when the consumer is gone.
+func (w *watcher) askProgress(ctx, wctx context.Context, start int64, canProgress *bool) bool {
+	s := w.s
+	if !*canProgress {
+		cur, err := s.currentRevision(ctx)
+		if err != nil {
+			return true
+		}
+		if cur < start {
+			if cur == w.last {
+				return w.send(ctx, storage.Event{Type: storage.EventProgress, Revision: cur})
+			}
+			return true
+		}
+		*canProgress = true
+	}
+	// etcd answers on this watch's own stream once the watch has caught
+	// up; the answer arrives as a progress response.
+	_ = s.cli.RequestProgress(wctx)
+	return true
 }
 
 // fail sends the final error event.
@@ -150,22 +206,13 @@ func (w *watcher) follow(ctx context.Context) error {
 				quiet = true
 				continue
 			}
-			if !canProgress {
-				cur, err := s.currentRevision(ctx)
-				if err != nil {
-					continue
-				}
-				if cur < start {
-					if cur == w.last && !w.send(ctx, storage.Event{Type: storage.EventProgress, Revision: cur}) {
-						return nil
-					}
-					continue
-				}
-				canProgress = true
+			if !w.askProgress(ctx, wctx, start, &canProgress) {
+				return nil
 			}
-			// etcd answers on this watch's own stream once the watch has
-			// caught up; the answer arrives as a progress response.
-			_ = s.cli.RequestProgress(wctx)
+		case <-w.poke:
+			if !w.askProgress(ctx, wctx, start, &canProgress) {
+				return nil
+			}
 		case resp, ok := <-ch:
 			if !ok {
 				return errRetry

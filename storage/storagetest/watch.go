@@ -18,6 +18,7 @@ var watchTests = []test{
 	{name: "WatchCancel", fn: testWatchCancel},
 	{name: "WatchProgress", fn: testWatchProgress},
 	{name: "WatchProgressNeverAhead", fn: testWatchProgressNeverAhead},
+	{name: "WatchProgressRequested", fn: testWatchProgressRequested},
 }
 
 func testWatchLive(t *testing.T, s *suite) {
@@ -210,6 +211,56 @@ func testWatchProgress(t *testing.T, s *suite) {
 	r := create(t, st, "pg/b", "2")
 	ev := s.next(t, ch)
 	checkEvent(t, "event after progress", ev, putEvent("pg/b", "2", r, "", 0, r))
+}
+
+// testWatchProgressRequested checks storage.ProgressRequester, for stores
+// that implement it: with a progress interval far longer than the test, a
+// requested progress event reports a write under another prefix at once,
+// and never before the events of the watch's own prefix.
+func testWatchProgressRequested(t *testing.T, s *suite) {
+	st := s.open(t)
+	pr, ok := st.(storage.ProgressRequester)
+	if !ok {
+		t.Skip("the store does not implement storage.ProgressRequester")
+	}
+	create(t, st, "rq/a", "1")
+	ch := watch(t, st, storage.WatchOptions{Prefix: []byte("rq/"), ProgressInterval: time.Hour})
+	for round := range 3 {
+		mine := create(t, st, fmt.Sprintf("rq/k%d", round), "x")
+		other := create(t, st, fmt.Sprintf("rqx/k%d", round), "y")
+		if err := pr.RequestProgress(t.Context()); err != nil {
+			t.Fatalf("RequestProgress: %v", err)
+		}
+		sawMine := false
+		deadline := time.After(s.cfg.timeout)
+	wait:
+		for {
+			select {
+			case ev, ok := <-ch:
+				if !ok {
+					t.Fatal("watch closed")
+				}
+				switch ev.Type {
+				case storage.EventProgress:
+					if ev.Revision >= mine && !sawMine {
+						t.Fatalf("round %d: progress %d before the event of revision %d", round, ev.Revision, mine)
+					}
+					if ev.Revision >= other {
+						break wait
+					}
+				case storage.EventPut:
+					if ev.Revision != mine {
+						t.Fatalf("round %d: unexpected event %s", round, fmtEvent(ev))
+					}
+					sawMine = true
+				default:
+					t.Fatalf("round %d: unexpected event %s", round, fmtEvent(ev))
+				}
+			case <-deadline:
+				t.Fatalf("round %d: no progress at revision >= %d within %v of RequestProgress", round, other, s.cfg.timeout)
+			}
+		}
+	}
 }
 
 // testWatchProgressNeverAhead reads a busy watch, partly slowly, with

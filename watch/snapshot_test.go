@@ -1,0 +1,180 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func keysOf(objs []*Object) string {
+	var b strings.Builder
+	for i, o := range objs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%s=%s", strings.TrimPrefix(string(o.Key), testPrefix), o.Value)
+	}
+	return b.String()
+}
+
+// TestSnapshots: lists come from immutable sorted snapshots of the state;
+// a snapshot covers every revision from its last change to the cache's
+// revision; Retain keeps it for ListAt while later changes build new ones,
+// until it has gone unused for RetainFor or RetainedSnapshots newer ones
+// push it out.
+func TestSnapshots(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, Settings{ProgressInterval: 5 * time.Millisecond, RetainedSnapshots: 2, RetainFor: time.Hour})
+	for _, k := range []string{"ns2/b", "ns1/c", "ns1/a", "ns10/a", "ns2/a"} {
+		e.put(testPrefix+k, "1")
+	}
+	e.waitCaughtUp()
+	objs, rev1, ok, err := e.cache.List(ctx, []byte(testPrefix))
+	if err != nil || !ok {
+		t.Fatalf("list: %v %v", ok, err)
+	}
+	if got := keysOf(objs); got != "ns1/a=1,ns1/c=1,ns10/a=1,ns2/a=1,ns2/b=1" {
+		t.Fatalf("list: %s", got)
+	}
+	sub, rev, _, _ := e.cache.List(ctx, []byte(testPrefix+"ns1/"))
+	if got := keysOf(sub); got != "ns1/a=1,ns1/c=1" || rev != rev1 {
+		t.Fatalf("under ns1/: %s at %d", got, rev)
+	}
+	if got, _, _, _ := e.cache.List(ctx, []byte(testPrefix+"ns3/")); len(got) != 0 {
+		t.Fatalf("under ns3/: %s", keysOf(got))
+	}
+	// A write elsewhere moves the revision, not the state: the snapshot
+	// covers the new revision too.
+	other := e.put("/other/x", "y")
+	waitFor(t, "progress past the unrelated write", func() bool { return e.cache.Stats().Revision >= other })
+	if _, ok := e.cache.ListAt([]byte(testPrefix), other); !ok {
+		t.Fatal("ListAt: the current snapshot does not cover a revision without changes")
+	}
+
+	e.cache.Retain(rev1)
+	ra := e.put(testPrefix+"ns1/a", "2")
+	e.del(testPrefix + "ns2/b")
+	e.waitCaughtUp()
+	objs2, rev2, _, _ := e.cache.List(ctx, []byte(testPrefix))
+	if got := keysOf(objs2); got != "ns1/a=2,ns1/c=1,ns10/a=1,ns2/a=1" || rev2 <= rev1 {
+		t.Fatalf("after changes: %s at %d", got, rev2)
+	}
+	// The first snapshot is unchanged, and served at its revision.
+	if got := keysOf(objs); got != "ns1/a=1,ns1/c=1,ns10/a=1,ns2/a=1,ns2/b=1" {
+		t.Fatalf("the old snapshot changed: %s", got)
+	}
+	old, ok := e.cache.ListAt([]byte(testPrefix+"ns2/"), rev1)
+	if got := keysOf(old); !ok || got != "ns2/a=1,ns2/b=1" {
+		t.Fatalf("ListAt(rev1): %v %s", ok, got)
+	}
+	// Between the two changes there is a state no snapshot holds.
+	if got, ok := e.cache.ListAt([]byte(testPrefix), ra); ok {
+		t.Fatalf("ListAt(%d), a state between two changes: %s", ra, keysOf(got))
+	}
+	// Two more retained snapshots push the first one out.
+	e.cache.Retain(rev2)
+	e.put(testPrefix+"ns3/a", "1")
+	e.waitCaughtUp()
+	_, rev3, _, _ := e.cache.List(ctx, []byte(testPrefix))
+	e.cache.Retain(rev3)
+	if _, ok := e.cache.ListAt([]byte(testPrefix), rev1); ok {
+		t.Fatal("a third retained snapshot did not push out the first (RetainedSnapshots 2)")
+	}
+	if _, ok := e.cache.ListAt([]byte(testPrefix), rev2); !ok {
+		t.Fatal("the second retained snapshot is gone")
+	}
+}
+
+// TestRetainExpires: a retained snapshot unused for RetainFor is dropped.
+func TestRetainExpires(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, Settings{RetainFor: 20 * time.Millisecond})
+	e.put(testPrefix+"a", "1")
+	e.waitCaughtUp()
+	_, rev1, _, _ := e.cache.List(ctx, []byte(testPrefix))
+	e.cache.Retain(rev1)
+	e.put(testPrefix+"a", "2")
+	e.waitCaughtUp()
+	if _, ok := e.cache.ListAt([]byte(testPrefix), rev1); !ok {
+		t.Fatal("retained snapshot missing")
+	}
+	time.Sleep(50 * time.Millisecond)
+	_, rev2, _, _ := e.cache.List(ctx, []byte(testPrefix))
+	e.cache.Retain(rev2) // expires the unused ones
+	if _, ok := e.cache.ListAt([]byte(testPrefix), rev1); ok {
+		t.Fatal("a snapshot unused for longer than RetainFor is still served")
+	}
+}
+
+// TestFreshRequestsProgress: with a progress interval far longer than the
+// test, Fresh still catches up with a write under another prefix at once,
+// because it asks storage for progress.
+func TestFreshRequestsProgress(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, Settings{ProgressInterval: time.Hour, ConsistentReadWait: 10 * time.Second})
+	e.put(testPrefix+"a", "1")
+	e.waitCaughtUp()
+	for range 5 {
+		cur := e.put("/other/b", "x")
+		t0 := time.Now()
+		fresh, err := e.cache.Fresh(ctx, cur)
+		if err != nil || !fresh {
+			t.Fatalf("Fresh(%d): %v %v", cur, fresh, err)
+		}
+		if d := time.Since(t0); d > 5*time.Second {
+			t.Fatalf("Fresh waited %v: the progress request did not work", d)
+		}
+	}
+}
+
+// TestSnapshotsUnderWrites lists while a writer changes the state: every
+// list is sorted and consistent with its revision (a key's value never
+// comes from after the list's revision).
+func TestSnapshotsUnderWrites(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, Settings{})
+	const n = 200
+	for i := range n {
+		e.put(fmt.Sprintf("%sk%03d", testPrefix, i), "0")
+	}
+	e.waitCaughtUp()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			k := fmt.Sprintf("%sk%03d", testPrefix, i%n)
+			if i%7 == 3 {
+				if _, _, err := e.st.Delete(ctx, []byte(k), 0); err == nil {
+					continue
+				}
+			}
+			e.put(k, fmt.Sprint(i))
+		}
+	}()
+	for range 200 {
+		objs, rev, ok, err := e.cache.List(ctx, []byte(testPrefix))
+		if err != nil || !ok {
+			t.Fatalf("list: %v %v", ok, err)
+		}
+		for i, o := range objs {
+			if o.Revision > rev {
+				t.Fatalf("object %s at %d in a list at %d", o.Key, o.Revision, rev)
+			}
+			if i > 0 && string(objs[i-1].Key) >= string(o.Key) {
+				t.Fatalf("unsorted: %s then %s", objs[i-1].Key, o.Key)
+			}
+		}
+	}
+	close(stop)
+	wg.Wait()
+}
