@@ -47,11 +47,14 @@ func (s *Store) Get(ctx context.Context, key []byte, revision int64) (storage.Ke
 }
 
 // List returns a page of the keys under opts.Prefix as of one snapshot.
-// With opts.Count, Remaining is exact: a first page counts the rest of the
-// snapshot and remembers the count for its NextKey, so that the
-// continuation pages (which start at that key, at the same revision) derive
-// theirs without counting again; a snapshot never changes, so the count
-// stays right.
+// With opts.Count, Remaining is exact up to countLimit keys: a first page
+// counts the rest of the snapshot and remembers the count for its NextKey,
+// so that the continuation pages (which start at that key, at the same
+// revision) derive theirs without counting again; a snapshot never changes,
+// so the count stays right. A rest longer than countLimit is not counted
+// (Remaining -1, remembered too): counting a million keys would make the
+// first page of a paged list take seconds, and the API's
+// remainingItemCount is optional.
 func (s *Store) List(ctx context.Context, opts storage.ListOptions) (storage.ListResult, error) {
 	if err := ctx.Err(); err != nil {
 		return storage.ListResult{}, err
@@ -91,6 +94,7 @@ func (s *Store) List(ctx context.Context, opts storage.ListOptions) (storage.Lis
 	if opts.Limit > 0 && opts.StartKey != nil && opts.Count {
 		known = s.counts.get(rev, opts.Prefix, opts.StartKey)
 	}
+	uncountable := known == tooManyToCount // a previous page found too many to count
 	n := 0
 	for it.Seek(start); it.Valid(); it.Next() {
 		if n++; n%1024 == 0 {
@@ -111,8 +115,15 @@ func (s *Store) List(ctx context.Context, opts storage.ListOptions) (storage.Lis
 					res.Remaining = known - opts.Limit
 					break
 				}
+				if uncountable {
+					res.Remaining = -1
+					break
+				}
 			}
-			res.Remaining++
+			if res.Remaining++; res.Remaining > countLimit {
+				res.Remaining = -1
+				break
+			}
 			continue
 		}
 		key := item.KeyCopy(nil)[1:]
@@ -123,10 +134,22 @@ func (s *Store) List(ctx context.Context, opts storage.ListOptions) (storage.Lis
 		res.Items = append(res.Items, kv)
 	}
 	if res.More && opts.Count {
-		s.counts.put(rev, opts.Prefix, res.NextKey, res.Remaining)
+		n := res.Remaining
+		if n < 0 {
+			n = tooManyToCount
+		}
+		s.counts.put(rev, opts.Prefix, res.NextKey, n)
 	}
 	return res, nil
 }
+
+// countLimit bounds the keys a page counts after itself (a few
+// milliseconds of iteration); tooManyToCount marks, in the count cache, a
+// rest longer than that.
+const (
+	countLimit     = 10_000
+	tooManyToCount = -2
+)
 
 // countCache remembers, per snapshot revision and prefix, how many keys are
 // at or after a continuation key. Entries are evicted first in, first out.
