@@ -56,7 +56,7 @@ func (s *Server) streamList(w http.ResponseWriter, r *http.Request, st *registry
 	ctx := r.Context()
 	paged := opts.Limit > 0 || opts.Continue != ""
 	var cl *registry.CachedList
-	if paged || (c.As == "" && c.Format == codec.FormatProtobuf) {
+	if paged || (c.As == "" && c.Format == codec.FormatProtobuf && s.pbCache != nil) {
 		// From the watch cache, pages are streamed as whole lists are
 		// (their objects, continue token and count are known before the
 		// first byte); protobuf lists keep each object's encoding.
@@ -81,15 +81,18 @@ func (s *Server) streamList(w http.ResponseWriter, r *http.Request, st *registry
 	case cl != nil && c.Format == codec.FormatProtobuf:
 		var t codec.Transcoder
 		msg := res.Protobuf
-		err = writeProtobufObjects(sw, cl.Objects, cachedListMeta(cl), res.APIVersion(), res.ListKind, func(o *watch.Object) ([]byte, error) {
-			return o.Encoding("protobuf", func(o *watch.Object) ([]byte, error) {
-				item, err := st.AppendItemJSON(nil, o)
-				if err != nil {
-					return nil, err
-				}
-				return t.AppendProtobuf(nil, msg, item)
-			})
-		})
+		encode := func(o *watch.Object) ([]byte, error) {
+			item, err := st.AppendItemJSON(nil, o)
+			if err != nil {
+				return nil, err
+			}
+			return t.AppendProtobuf(nil, msg, item)
+		}
+		encoding := encode
+		if s.pbCache != nil { // encodings are cached unless ProtobufCacheBytes says none
+			encoding = func(o *watch.Object) ([]byte, error) { return cl.Encoding(o, "protobuf", encode) }
+		}
+		err = writeProtobufObjects(sw, cl.Objects, cachedListMeta(cl), res.APIVersion(), res.ListKind, encoding)
 	case c.As == "" && c.Format == codec.FormatJSON:
 		err = streamJSONList(ctx, st, ns, opts, sw, func(rev int64) []byte {
 			return listJSONChunks(res, nil, revListMeta(rev))[0]

@@ -67,10 +67,12 @@ type Cache struct {
 	windowBytes int64
 	state       *stateTree // nil when no state is kept
 	stateBytes  int64
+	stateSize   atomic.Int64 // stateBytes, for Encoding
+	encBytes    atomic.Int64 // encodings kept by the state's objects (Encoding)
 	stateOff    bool        // the state outgrew Settings.StateBytes
 	stateRev    int64       // the revision of the last change applied to the state
-	snap        *snapshot   // the state as a sorted slice, nil until a list asks after a change
-	retained    []*snapshot // older snapshots kept for continued lists (Retain)
+	snap        *Snapshot   // the state as a sorted slice, nil until a list asks after a change
+	retained    []*Snapshot // older snapshots kept for continued lists (Retain)
 	watchers    map[*Watcher]struct{}
 	live        map[*Watcher]struct{} // watchers fed by dispatch
 	advanced    chan struct{}         // closed and replaced whenever rev advances
@@ -227,24 +229,59 @@ func (c *Cache) Attrs(o *Object) (any, error) { return o.attributes(c.cfg.Attrs)
 // reached ("any" in the API's terms). ok is false when the cache keeps no
 // state; the caller then reads storage. The slice is shared: do not modify it.
 func (c *Cache) List(ctx context.Context, prefix []byte) (objs []*Object, rev int64, ok bool, err error) {
-	if err := c.waitReady(ctx); err != nil {
+	sn, ok, err := c.Snapshot(ctx)
+	if !ok || err != nil {
 		return nil, 0, false, err
+	}
+	return sn.Under(prefix), sn.rev, true, nil
+}
+
+// Snapshot returns the cache's state as it is, sorted by key; ok is false
+// when the cache keeps no state.
+func (c *Cache) Snapshot(ctx context.Context) (_ *Snapshot, ok bool, _ error) {
+	if err := c.waitReady(ctx); err != nil {
+		return nil, false, err
 	}
 	c.mu.RLock()
 	sn, kept := c.snap, c.state != nil
 	c.mu.RUnlock()
 	if !kept {
-		return nil, 0, false, nil
+		return nil, false, nil
 	}
 	if sn == nil {
 		c.mu.Lock()
 		sn = c.snapshotLocked()
 		c.mu.Unlock()
 		if sn == nil {
-			return nil, 0, false, nil
+			return nil, false, nil
 		}
 	}
-	return sn.under(prefix), sn.rev, true, nil
+	return sn, true, nil
+}
+
+// Encoding returns the encoding of o, an object of the cache's state,
+// named tag (a representation: "protobuf"), made by enc. The object keeps
+// it for the next callers (it never changes: an object is one version)
+// while the state and the encodings its objects keep fit in
+// Settings.StateBytes together; past that, enc runs every time. The bytes
+// are shared: do not modify them.
+func (c *Cache) Encoding(o *Object, tag string, enc func(o *Object) ([]byte, error)) ([]byte, error) {
+	if b, ok := o.keptEncoding(tag); ok {
+		return b, nil
+	}
+	b, err := enc(o)
+	if err != nil {
+		return nil, err
+	}
+	n := int64(len(b))
+	if c.stateSize.Load()+c.encBytes.Load()+n > c.cfg.StateBytes {
+		return b, nil
+	}
+	b, kept := o.keepEncoding(tag, b)
+	if kept {
+		c.encBytes.Add(n)
+	}
+	return b, nil
 }
 
 // KeepsState reports, once the cache is ready, whether it keeps the state
@@ -262,52 +299,54 @@ func (c *Cache) KeepsState(ctx context.Context) (bool, error) {
 // revision rev, when the cache still has that state: the current one, or
 // one kept by Retain. The slice is shared: do not modify it.
 func (c *Cache) ListAt(prefix []byte, rev int64) ([]*Object, bool) {
+	sn, ok := c.SnapshotAt(rev)
+	if !ok {
+		return nil, false
+	}
+	return sn.Under(prefix), true
+}
+
+// SnapshotAt returns the state as it was at revision rev, when the cache
+// still has it: the current snapshot, or one kept by Retain.
+func (c *Cache) SnapshotAt(rev int64) (*Snapshot, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.state == nil {
 		return nil, false
 	}
 	if sn := c.snap; sn != nil && sn.covers(rev) {
-		return sn.under(prefix), true
+		return sn, true
 	}
-	if c.snap == nil && c.stateRev <= rev && rev <= c.rev.Load() {
-		// The live state is that revision's, but nobody has listed it yet:
-		// a caller with a revision this fresh has just listed, so this is
-		// rare; let it read storage rather than take the write lock here.
-		return nil, false
-	}
+	now := time.Now()
 	for _, sn := range c.retained {
-		if sn.covers(rev) {
-			sn.used.Store(time.Now().UnixNano())
-			return sn.under(prefix), true
+		if sn.covers(rev) && now.Sub(time.Unix(0, sn.used.Load())) <= c.cfg.RetainFor {
+			sn.used.Store(now.UnixNano())
+			return sn, true
 		}
 	}
 	return nil, false
 }
 
-// Retain keeps the state of revision rev (which a List or ListAt returned)
-// for later ListAt calls, so that the pages of a list continue from memory.
-// At most Settings.RetainedSnapshots are kept, each until it has gone
-// unused for Settings.RetainFor; older ones are dropped first.
-func (c *Cache) Retain(rev int64) {
+// Retain keeps sn (from Snapshot or SnapshotAt) for later SnapshotAt and
+// ListAt calls, so that the pages of a list continue from memory even after
+// the state has changed. At most Settings.RetainedSnapshots are kept, each
+// until it has gone unused for Settings.RetainFor; older ones are dropped
+// first.
+func (c *Cache) Retain(sn *Snapshot) {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.expireRetainedLocked(now)
-	if c.cfg.RetainedSnapshots <= 0 {
-		return
-	}
-	for _, sn := range c.retained {
-		if sn.covers(rev) {
-			sn.used.Store(now.UnixNano())
-			return
-		}
-	}
-	sn := c.snap
-	if sn == nil || !sn.covers(rev) {
+	if c.cfg.RetainedSnapshots <= 0 || c.state == nil {
 		return
 	}
 	sn.used.Store(now.UnixNano())
+	for _, r := range c.retained {
+		if r == sn || (r.from == sn.from && r.rev >= sn.rev) {
+			r.used.Store(now.UnixNano())
+			return
+		}
+	}
 	if len(c.retained) >= c.cfg.RetainedSnapshots {
 		c.retained[0] = nil
 		c.retained = c.retained[1:]
@@ -362,7 +401,7 @@ func (c *Cache) Get(ctx context.Context, key []byte) (obj *Object, rev int64, ok
 
 // snapshotLocked returns the current state as a sorted slice, building it if
 // a change was applied since the last one (c.mu held for writing).
-func (c *Cache) snapshotLocked() *snapshot {
+func (c *Cache) snapshotLocked() *Snapshot {
 	if c.state == nil {
 		return nil
 	}
@@ -372,7 +411,7 @@ func (c *Cache) snapshotLocked() *snapshot {
 			objs = append(objs, o)
 			return true
 		})
-		c.snap = &snapshot{from: c.stateRev, rev: c.rev.Load(), objs: objs}
+		c.snap = &Snapshot{from: c.stateRev, rev: c.rev.Load(), objs: objs}
 	}
 	return c.snap
 }
@@ -381,7 +420,7 @@ func (c *Cache) snapshotLocked() *snapshot {
 // new slice (c.mu held).
 func (c *Cache) stateUnderLocked(prefix []byte) []*Object {
 	if sn := c.snap; sn != nil {
-		return slices.Clone(sn.under(prefix))
+		return slices.Clone(sn.Under(prefix))
 	}
 	var objs []*Object
 	c.state.AscendGreaterOrEqual(&Object{Key: prefix}, func(o *Object) bool {
@@ -401,18 +440,24 @@ func newStateTree() *stateTree {
 	return btree.NewG(32, func(a, b *Object) bool { return bytes.Compare(a.Key, b.Key) < 0 })
 }
 
-// snapshot is the state at the revisions from..rev (no change in between)
+// Snapshot is the state at the revisions from..rev (no change in between)
 // as a slice sorted by key. It is shared and never modified.
-type snapshot struct {
+type Snapshot struct {
 	from, rev int64
 	objs      []*Object
 	used      atomic.Int64 // unix nanoseconds of the last use, for Retain
 }
 
-func (sn *snapshot) covers(rev int64) bool { return sn.from <= rev && rev <= sn.rev }
+func (sn *Snapshot) covers(rev int64) bool { return sn.from <= rev && rev <= sn.rev }
 
 // under returns the objects whose keys start with prefix.
-func (sn *snapshot) under(prefix []byte) []*Object {
+// Revision is the revision of the state (the cache's revision when it was
+// taken, or later when nothing changed since).
+func (sn *Snapshot) Revision() int64 { return sn.rev }
+
+// Under returns the objects whose keys start with prefix, in key order. The
+// slice is shared: do not modify it.
+func (sn *Snapshot) Under(prefix []byte) []*Object {
 	objs := sn.objs
 	lo, _ := slices.BinarySearchFunc(objs, prefix, func(o *Object, p []byte) int { return bytes.Compare(o.Key, p) })
 	n, _ := slices.BinarySearchFunc(objs[lo:], prefix, func(o *Object, p []byte) int {
@@ -543,6 +588,8 @@ func (c *Cache) list() error {
 	c.window.reset()
 	c.windowBytes = 0
 	c.state, c.stateBytes = state, size
+	c.stateSize.Store(size)
+	c.encBytes.Store(0)
 	c.stateRev, c.snap, c.retained = rev, nil, nil
 	c.rev.Store(rev)
 	c.oldest = rev
@@ -613,7 +660,7 @@ func (c *Cache) apply(batch []storage.Event) error {
 				c.rev.Store(sev.Revision)
 				if sn := c.snap; sn != nil {
 					// No change since: the snapshot is this revision's too.
-					c.snap = &snapshot{from: sn.from, rev: sev.Revision, objs: sn.objs}
+					c.snap = &Snapshot{from: sn.from, rev: sev.Revision, objs: sn.objs}
 				}
 			}
 		case storage.EventPut, storage.EventDelete:
@@ -644,6 +691,7 @@ func (c *Cache) apply(batch []storage.Event) error {
 		}
 	}
 	c.evictLocked(now)
+	c.expireRetainedLocked(now)
 	c.advanceLocked()
 	return err
 }
@@ -658,14 +706,17 @@ func (c *Cache) applyStateLocked(ev *Event) {
 		return
 	}
 	c.stateRev, c.snap = ev.Revision, nil
+	defer func() { c.stateSize.Store(c.stateBytes) }()
 	if ev.Type == Deleted {
 		if old, ok := c.state.Delete(&Object{Key: ev.Key()}); ok {
 			c.stateBytes -= old.size()
+			c.encBytes.Add(-old.keptSize())
 		}
 		return
 	}
 	if old, ok := c.state.ReplaceOrInsert(ev.Object); ok {
 		c.stateBytes -= old.size()
+		c.encBytes.Add(-old.keptSize())
 	}
 	c.stateBytes += ev.Object.size()
 	if c.stateBytes > c.cfg.StateBytes {
@@ -673,6 +724,7 @@ func (c *Cache) applyStateLocked(ev *Event) {
 			"limit", c.cfg.StateBytes, "objects", c.state.Len())
 		c.state, c.stateBytes, c.stateOff = nil, 0, true
 		c.retained = nil
+		c.encBytes.Store(0)
 	}
 }
 

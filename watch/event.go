@@ -54,28 +54,33 @@ type encodingResult struct {
 	b   []byte
 }
 
-// Encoding returns the encoding of o that tag names, made by enc at most once
-// per object version: the first caller's result is kept and shared (with
-// every later caller asking for the same tag) for as long as o lives. An
-// object keeps one encoding: asking for another tag encodes without keeping
-// it. The bytes are shared: do not modify them.
-func (o *Object) Encoding(tag string, enc func(o *Object) ([]byte, error)) ([]byte, error) {
+// keptEncoding returns the encoding of o named tag, if o keeps it.
+func (o *Object) keptEncoding(tag string) ([]byte, bool) {
+	if r := o.enc.Load(); r != nil && r.tag == tag {
+		return r.b, true
+	}
+	return nil, false
+}
+
+// keepEncoding keeps b as o's encoding named tag unless o keeps one already;
+// it returns the encoding o keeps for tag (b, or the one another caller kept
+// first) and whether b was kept.
+func (o *Object) keepEncoding(tag string, b []byte) ([]byte, bool) {
+	if o.enc.CompareAndSwap(nil, &encodingResult{tag: tag, b: b}) {
+		return b, true
+	}
+	if kept, ok := o.keptEncoding(tag); ok {
+		return kept, false
+	}
+	return b, false
+}
+
+// keptSize is the size of the encoding o keeps.
+func (o *Object) keptSize() int64 {
 	if r := o.enc.Load(); r != nil {
-		if r.tag == tag {
-			return r.b, nil
-		}
-		return enc(o)
+		return int64(len(r.b))
 	}
-	b, err := enc(o)
-	if err != nil {
-		return nil, err
-	}
-	if !o.enc.CompareAndSwap(nil, &encodingResult{tag: tag, b: b}) {
-		if r := o.enc.Load(); r.tag == tag {
-			return r.b, nil
-		}
-	}
-	return b, nil
+	return 0
 }
 
 type attrsResult struct {

@@ -45,7 +45,9 @@ type Settings struct {
 	// each). The state serves resourceVersion=0 lists and gets and the
 	// synthetic ADDED events of new watches from memory. When it grows
 	// beyond the bound the cache drops it for good and those reads come from
-	// storage snapshots instead. Default 256 MiB; negative keeps no state.
+	// storage snapshots instead. The encodings objects keep (Cache.Encoding)
+	// count within it too: past it they are made per call instead of kept.
+	// Default 256 MiB; negative keeps no state.
 	StateBytes int64
 
 	// WatcherBuffer is the number of events queued for a watcher whose

@@ -54,10 +54,15 @@ func TestSnapshots(t *testing.T) {
 		t.Fatal("ListAt: the current snapshot does not cover a revision without changes")
 	}
 
-	e.cache.Retain(rev1)
+	sn1, _, _ := e.cache.Snapshot(ctx)
+	if sn1.Revision() < rev1 {
+		t.Fatalf("snapshot at %d, before the list's %d", sn1.Revision(), rev1)
+	}
 	ra := e.put(testPrefix+"ns1/a", "2")
 	e.del(testPrefix + "ns2/b")
 	e.waitCaughtUp()
+	// Retained after the state changed: it is still the snapshot handed out.
+	e.cache.Retain(sn1)
 	objs2, rev2, _, _ := e.cache.List(ctx, []byte(testPrefix))
 	if got := keysOf(objs2); got != "ns1/a=2,ns1/c=1,ns10/a=1,ns2/a=1" || rev2 <= rev1 {
 		t.Fatalf("after changes: %s at %d", got, rev2)
@@ -75,11 +80,12 @@ func TestSnapshots(t *testing.T) {
 		t.Fatalf("ListAt(%d), a state between two changes: %s", ra, keysOf(got))
 	}
 	// Two more retained snapshots push the first one out.
-	e.cache.Retain(rev2)
+	sn2, _, _ := e.cache.Snapshot(ctx)
+	e.cache.Retain(sn2)
 	e.put(testPrefix+"ns3/a", "1")
 	e.waitCaughtUp()
-	_, rev3, _, _ := e.cache.List(ctx, []byte(testPrefix))
-	e.cache.Retain(rev3)
+	sn3, _, _ := e.cache.Snapshot(ctx)
+	e.cache.Retain(sn3)
 	if _, ok := e.cache.ListAt([]byte(testPrefix), rev1); ok {
 		t.Fatal("a third retained snapshot did not push out the first (RetainedSnapshots 2)")
 	}
@@ -94,18 +100,26 @@ func TestRetainExpires(t *testing.T) {
 	e := newEnv(t, Settings{RetainFor: 20 * time.Millisecond})
 	e.put(testPrefix+"a", "1")
 	e.waitCaughtUp()
-	_, rev1, _, _ := e.cache.List(ctx, []byte(testPrefix))
-	e.cache.Retain(rev1)
+	sn1, _, _ := e.cache.Snapshot(ctx)
+	rev1 := sn1.Revision()
+	e.cache.Retain(sn1)
 	e.put(testPrefix+"a", "2")
 	e.waitCaughtUp()
 	if _, ok := e.cache.ListAt([]byte(testPrefix), rev1); !ok {
 		t.Fatal("retained snapshot missing")
 	}
 	time.Sleep(50 * time.Millisecond)
-	_, rev2, _, _ := e.cache.List(ctx, []byte(testPrefix))
-	e.cache.Retain(rev2) // expires the unused ones
 	if _, ok := e.cache.ListAt([]byte(testPrefix), rev1); ok {
 		t.Fatal("a snapshot unused for longer than RetainFor is still served")
+	}
+	// The next change drops it (nothing else has to call Retain).
+	e.put(testPrefix+"b", "1")
+	e.waitCaughtUp()
+	e.cache.mu.RLock()
+	n := len(e.cache.retained)
+	e.cache.mu.RUnlock()
+	if n != 0 {
+		t.Fatalf("%d expired snapshots still held after a change", n)
 	}
 }
 
@@ -177,4 +191,39 @@ func TestSnapshotsUnderWrites(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
+}
+
+// TestEncodingBudget: objects keep their encodings while the state and the
+// kept encodings fit in StateBytes together; past that, each call encodes.
+func TestEncodingBudget(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, Settings{StateBytes: 1500})
+	for i := range 4 {
+		e.put(fmt.Sprintf("%sk%d", testPrefix, i), "v")
+	}
+	e.waitCaughtUp()
+	objs, _, ok, _ := e.cache.List(ctx, []byte(testPrefix))
+	if !ok || len(objs) != 4 {
+		t.Fatalf("list: %v %d", ok, len(objs))
+	}
+	calls := 0
+	enc := func(o *Object) ([]byte, error) { calls++; return make([]byte, 300), nil }
+	for range 2 {
+		for _, o := range objs {
+			if _, err := e.cache.Encoding(o, "x", enc); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The state is 4 × (key + value + 128) = 536 bytes: three 300-byte
+	// encodings fit in 1,500 bytes with it, the fourth does not.
+	if kept := e.cache.encBytes.Load(); kept != 900 || calls != 5 {
+		t.Fatalf("kept %d bytes in %d calls, want 900 in 5", kept, calls)
+	}
+	// Replacing an object gives its budget back.
+	e.put(testPrefix+"k0", "w")
+	e.waitCaughtUp()
+	if kept := e.cache.encBytes.Load(); kept != 600 {
+		t.Fatalf("kept %d bytes after a replacement, want 600", kept)
+	}
 }

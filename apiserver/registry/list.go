@@ -107,7 +107,7 @@ func (s *Store) ListStreamReplay(ctx context.Context, ns string, opts ListOption
 		return err
 	}
 	var pass ListReplay
-	if c, objs, crev, ok := s.cacheObjects(ctx, prefix, nil, rev, opts); ok {
+	if c, _, objs, crev, ok := s.cacheObjects(ctx, prefix, nil, rev, opts); ok {
 		rev = crev
 		pass = s.cachePass(ctx, c, objs, opts, typeMeta)
 	}
@@ -153,6 +153,15 @@ type CachedList struct {
 	// RemainingItemCount is set on a page that is not the last, without
 	// selectors.
 	RemainingItemCount *int64
+
+	cache *watch.Cache
+}
+
+// Encoding returns an encoding of o (one of the list's objects) that tag
+// names, made by enc; see watch.Cache.Encoding (the object may keep it for
+// later lists). The bytes are shared: do not modify them.
+func (cl *CachedList) Encoding(o *watch.Object, tag string, enc func(o *watch.Object) ([]byte, error)) ([]byte, error) {
+	return cl.cache.Encoding(o, tag, enc)
 }
 
 // ListCached returns the list (or the page of it) that opts asks for when
@@ -177,7 +186,7 @@ func (s *Store) ListCached(ctx context.Context, ns string, opts ListOptions) (_ 
 // comes back in one response, which spares an informer's first sync its
 // pages.
 func (s *Store) cachedList(ctx context.Context, prefix, start []byte, rev int64, opts ListOptions) (*CachedList, bool, error) {
-	c, objs, rev, ok := s.cacheObjects(ctx, prefix, start, rev, opts)
+	c, sn, objs, rev, ok := s.cacheObjects(ctx, prefix, start, rev, opts)
 	if !ok {
 		return nil, false, nil
 	}
@@ -185,10 +194,10 @@ func (s *Store) cachedList(ctx context.Context, prefix, start []byte, rev int64,
 	if opts.ResourceVersion == "0" && opts.Continue == "" {
 		limit = 0
 	}
-	out := &CachedList{ResourceVersion: rev}
+	out := &CachedList{ResourceVersion: rev, cache: c}
 	next := func(o *watch.Object) {
 		out.Continue = s.reg.encodeContinue(rev, o.Key[len(s.prefix):])
-		c.Retain(rev)
+		c.Retain(sn)
 	}
 	filter := selectorFilter(opts.Labels, opts.Fields)
 	if filter == nil {
@@ -247,51 +256,53 @@ func (s *Store) appendItemJSON(dst []byte, o *watch.Object, typeMeta bool) ([]by
 //
 // rev is listStart's: the exact snapshot's revision, 0 otherwise. ok is
 // false when storage must be read instead.
-func (s *Store) cacheObjects(ctx context.Context, prefix, start []byte, rev int64, opts ListOptions) (_ *watch.Cache, _ []*watch.Object, _ int64, ok bool) {
+func (s *Store) cacheObjects(ctx context.Context, prefix, start []byte, rev int64, opts ListOptions) (_ *watch.Cache, _ *watch.Snapshot, _ []*watch.Object, _ int64, ok bool) {
 	c, err := s.watchCache()
 	if err != nil {
-		return nil, nil, 0, false
+		return nil, nil, nil, 0, false
 	}
 	if keeps, err := c.KeepsState(ctx); err != nil || !keeps {
-		return nil, nil, 0, false
+		return nil, nil, nil, 0, false
 	}
-	var objs []*watch.Object
+	var sn *watch.Snapshot
 	switch {
 	case rev > 0:
-		if objs, ok = c.ListAt(prefix, rev); !ok {
-			return nil, nil, 0, false
+		if sn, ok = c.SnapshotAt(rev); !ok {
+			return nil, nil, nil, 0, false
 		}
 		// A snapshot older than storage's history is gone for the API too
 		// (410), whether or not the cache still holds it.
 		if oldest, err := s.reg.cfg.Storage.CompactedRevision(ctx); err != nil || rev < oldest {
-			return nil, nil, 0, false
+			return nil, nil, nil, 0, false
 		}
 	case opts.Continue != "":
-		return nil, nil, 0, false // a fresh snapshot for an expired token: storage
+		return nil, nil, nil, 0, false // a fresh snapshot for an expired token: storage
 	default:
 		var want int64 // the revision the state must have reached
 		if opts.ResourceVersion != "0" {
 			if opts.ResourceVersion != "" {
 				want, _ = parseRV(opts.ResourceVersion) // listStart parsed it
 			} else if want, err = s.reg.cfg.Storage.CurrentRevision(ctx); err != nil {
-				return nil, nil, 0, false
+				return nil, nil, nil, 0, false
 			}
 		}
 		if fresh, err := c.Fresh(ctx, want); err != nil || !fresh {
-			return nil, nil, 0, false
+			return nil, nil, nil, 0, false
 		}
-		if objs, rev, ok, err = c.List(ctx, prefix); err != nil || !ok {
+		if sn, ok, err = c.Snapshot(ctx); err != nil || !ok {
 			if err != nil && ctx.Err() == nil {
 				s.reg.cfg.Logger.Warn("watch cache unavailable for a list; reading storage", "resource", s.res.GroupResource().String(), "error", err)
 			}
-			return nil, nil, 0, false
+			return nil, nil, nil, 0, false
 		}
+		rev = sn.Revision()
 	}
+	objs := sn.Under(prefix)
 	if len(start) > 0 {
 		i, _ := slices.BinarySearchFunc(objs, start, func(o *watch.Object, k []byte) int { return bytes.Compare(o.Key, k) })
 		objs = objs[i:]
 	}
-	return c, objs, rev, true
+	return c, sn, objs, rev, true
 }
 
 // cachePass streams the watch cache's objects: the values are the cache's
