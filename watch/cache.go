@@ -69,10 +69,10 @@ type Cache struct {
 	stateBytes  int64
 	stateSize   atomic.Int64 // stateBytes, for Encoding
 	encBytes    atomic.Int64 // encodings kept by the state's objects (Encoding)
-	stateOff    bool        // the state outgrew Settings.StateBytes
-	stateRev    int64       // the revision of the last change applied to the state
-	snap        *Snapshot   // the state as a sorted slice, nil until a list asks after a change
-	retained    []*Snapshot // older snapshots kept for continued lists (Retain)
+	stateOff    bool         // the state outgrew Settings.StateBytes
+	stateRev    int64        // the revision of the last change applied to the state
+	snap        *Snapshot    // the state as a sorted slice, nil until a list asks after a change
+	retained    []*Snapshot  // older snapshots kept for continued lists (Retain)
 	watchers    map[*Watcher]struct{}
 	live        map[*Watcher]struct{} // watchers fed by dispatch
 	advanced    chan struct{}         // closed and replaced whenever rev advances
