@@ -144,29 +144,34 @@ func (w *watcher) run() {
 	}
 }
 
+// progressRetry is how long a requested progress report may take before it
+// is asked for again.
+const progressRetry = 50 * time.Millisecond
+
 // askProgress asks etcd for a progress report on this watch's stream (wctx).
 // Until the watch has reached its start revision etcd would not answer, so
-// a quorum read tells whether the watch is simply up to date. It reports
-// false when the consumer is gone.
-func (w *watcher) askProgress(ctx, wctx context.Context, start int64, canProgress *bool) bool {
+// a quorum read tells whether the watch is simply up to date (and the
+// progress event is sent from here). asked reports whether etcd was asked;
+// ok is false when the consumer is gone.
+func (w *watcher) askProgress(ctx, wctx context.Context, start int64, canProgress *bool) (asked, ok bool) {
 	s := w.s
 	if !*canProgress {
 		cur, err := s.currentRevision(ctx)
 		if err != nil {
-			return true
+			return false, true
 		}
 		if cur < start {
 			if cur == w.last {
-				return w.send(ctx, storage.Event{Type: storage.EventProgress, Revision: cur})
+				return false, w.send(ctx, storage.Event{Type: storage.EventProgress, Revision: cur})
 			}
-			return true
+			return false, true
 		}
 		*canProgress = true
 	}
 	// etcd answers on this watch's own stream once the watch has caught
 	// up; the answer arrives as a progress response.
 	_ = s.cli.RequestProgress(wctx)
-	return true
+	return true, true
 }
 
 // fail sends the final error event.
@@ -197,6 +202,10 @@ func (w *watcher) follow(ctx context.Context) error {
 		tick = t.C
 	}
 	quiet := true // nothing sent since the last tick
+	// A requested progress report (RequestProgress) is asked again until one
+	// arrives: etcd drops a request that reaches it before the watch is set
+	// up on its stream.
+	var retry <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -206,12 +215,24 @@ func (w *watcher) follow(ctx context.Context) error {
 				quiet = true
 				continue
 			}
-			if !w.askProgress(ctx, wctx, start, &canProgress) {
+			if _, ok := w.askProgress(ctx, wctx, start, &canProgress); !ok {
 				return nil
 			}
 		case <-w.poke:
-			if !w.askProgress(ctx, wctx, start, &canProgress) {
+			asked, ok := w.askProgress(ctx, wctx, start, &canProgress)
+			if !ok {
 				return nil
+			}
+			if retry = nil; asked {
+				retry = time.After(progressRetry)
+			}
+		case <-retry:
+			asked, ok := w.askProgress(ctx, wctx, start, &canProgress)
+			if !ok {
+				return nil
+			}
+			if retry = nil; asked {
+				retry = time.After(progressRetry)
 			}
 		case resp, ok := <-ch:
 			if !ok {
@@ -230,6 +251,7 @@ func (w *watcher) follow(ctx context.Context) error {
 				return fmt.Errorf("%w: %v", errRetry, err)
 			}
 			if resp.IsProgressNotify() {
+				retry = nil
 				if rev := resp.Header.Revision; rev >= w.last {
 					w.last = rev
 					if !w.send(ctx, storage.Event{Type: storage.EventProgress, Revision: rev}) {
