@@ -65,9 +65,8 @@ type Cache struct {
 	oldest      int64 // the window holds every change after oldest
 	window      ring
 	windowBytes int64
-	state       *stateTree // nil when no state is kept
-	stateBytes  int64
-	stateSize   atomic.Int64 // stateBytes, for Encoding
+	state       *stateTree   // nil when no state is kept
+	stateBytes  atomic.Int64 // written under mu; read by Encoding without it
 	encBytes    atomic.Int64 // encodings kept by the state's objects (Encoding)
 	stateOff    bool         // the state outgrew Settings.StateBytes
 	stateRev    int64        // the revision of the last change applied to the state
@@ -150,7 +149,7 @@ func (c *Cache) Stats() Stats {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	st := Stats{Revision: c.rev.Load(), Oldest: c.oldest, WindowEvents: c.window.len(),
-		WindowBytes: c.windowBytes + c.frameBytes.Load(), StateObjects: -1, StateBytes: c.stateBytes,
+		WindowBytes: c.windowBytes + c.frameBytes.Load(), StateObjects: -1, StateBytes: c.stateBytes.Load(),
 		Watchers: len(c.watchers), LiveWatchers: len(c.live), ListsCompleted: c.lists}
 	if c.state != nil {
 		st.StateObjects = c.state.Len()
@@ -274,7 +273,7 @@ func (c *Cache) Encoding(o *Object, tag string, enc func(o *Object) ([]byte, err
 		return nil, err
 	}
 	n := int64(len(b))
-	if c.stateSize.Load()+c.encBytes.Load()+n > c.cfg.StateBytes {
+	if c.stateBytes.Load()+c.encBytes.Load()+n > c.cfg.StateBytes {
 		return b, nil
 	}
 	b, kept := o.keepEncoding(tag, b)
@@ -285,7 +284,7 @@ func (c *Cache) Encoding(o *Object, tag string, enc func(o *Object) ([]byte, err
 }
 
 // KeepsState reports, once the cache is ready, whether it keeps the state
-// (List, ListAt and Get can serve reads).
+// (List, Snapshot, SnapshotAt and Get can serve reads).
 func (c *Cache) KeepsState(ctx context.Context) (bool, error) {
 	if err := c.waitReady(ctx); err != nil {
 		return false, err
@@ -293,17 +292,6 @@ func (c *Cache) KeepsState(ctx context.Context) (bool, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.state != nil, nil
-}
-
-// ListAt returns the objects under prefix in key order as they were at
-// revision rev, when the cache still has that state: the current one, or
-// one kept by Retain. The slice is shared: do not modify it.
-func (c *Cache) ListAt(prefix []byte, rev int64) ([]*Object, bool) {
-	sn, ok := c.SnapshotAt(rev)
-	if !ok {
-		return nil, false
-	}
-	return sn.Under(prefix), true
 }
 
 // SnapshotAt returns the state as it was at revision rev, when the cache
@@ -327,8 +315,8 @@ func (c *Cache) SnapshotAt(rev int64) (*Snapshot, bool) {
 	return nil, false
 }
 
-// Retain keeps sn (from Snapshot or SnapshotAt) for later SnapshotAt and
-// ListAt calls, so that the pages of a list continue from memory even after
+// Retain keeps sn (from Snapshot or SnapshotAt) for later SnapshotAt
+// calls, so that the pages of a list continue from memory even after
 // the state has changed. At most Settings.RetainedSnapshots are kept, each
 // until it has gone unused for Settings.RetainFor; older ones are dropped
 // first.
@@ -587,8 +575,8 @@ func (c *Cache) list() error {
 	}
 	c.window.reset()
 	c.windowBytes = 0
-	c.state, c.stateBytes = state, size
-	c.stateSize.Store(size)
+	c.state = state
+	c.stateBytes.Store(size)
 	c.encBytes.Store(0)
 	c.stateRev, c.snap, c.retained = rev, nil, nil
 	c.rev.Store(rev)
@@ -706,24 +694,22 @@ func (c *Cache) applyStateLocked(ev *Event) {
 		return
 	}
 	c.stateRev, c.snap = ev.Revision, nil
-	defer func() { c.stateSize.Store(c.stateBytes) }()
 	if ev.Type == Deleted {
 		if old, ok := c.state.Delete(&Object{Key: ev.Key()}); ok {
-			c.stateBytes -= old.size()
+			c.stateBytes.Add(-old.size())
 			c.encBytes.Add(-old.keptSize())
 		}
 		return
 	}
 	if old, ok := c.state.ReplaceOrInsert(ev.Object); ok {
-		c.stateBytes -= old.size()
+		c.stateBytes.Add(-old.size())
 		c.encBytes.Add(-old.keptSize())
 	}
-	c.stateBytes += ev.Object.size()
-	if c.stateBytes > c.cfg.StateBytes {
+	if c.stateBytes.Add(ev.Object.size()) > c.cfg.StateBytes {
 		c.log.Warn("watch cache: the state is larger than Settings.StateBytes; serving initial state from storage",
 			"limit", c.cfg.StateBytes, "objects", c.state.Len())
-		c.state, c.stateBytes, c.stateOff = nil, 0, true
-		c.retained = nil
+		c.state, c.stateOff, c.retained = nil, true, nil
+		c.stateBytes.Store(0)
 		c.encBytes.Store(0)
 	}
 }

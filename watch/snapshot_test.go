@@ -50,7 +50,7 @@ func TestSnapshots(t *testing.T) {
 	// covers the new revision too.
 	other := e.put("/other/x", "y")
 	waitFor(t, "progress past the unrelated write", func() bool { return e.cache.Stats().Revision >= other })
-	if _, ok := e.cache.ListAt([]byte(testPrefix), other); !ok {
+	if _, ok := listAt(e.cache, []byte(testPrefix), other); !ok {
 		t.Fatal("ListAt: the current snapshot does not cover a revision without changes")
 	}
 
@@ -71,12 +71,12 @@ func TestSnapshots(t *testing.T) {
 	if got := keysOf(objs); got != "ns1/a=1,ns1/c=1,ns10/a=1,ns2/a=1,ns2/b=1" {
 		t.Fatalf("the old snapshot changed: %s", got)
 	}
-	old, ok := e.cache.ListAt([]byte(testPrefix+"ns2/"), rev1)
+	old, ok := listAt(e.cache, []byte(testPrefix+"ns2/"), rev1)
 	if got := keysOf(old); !ok || got != "ns2/a=1,ns2/b=1" {
 		t.Fatalf("ListAt(rev1): %v %s", ok, got)
 	}
 	// Between the two changes there is a state no snapshot holds.
-	if got, ok := e.cache.ListAt([]byte(testPrefix), ra); ok {
+	if got, ok := listAt(e.cache, []byte(testPrefix), ra); ok {
 		t.Fatalf("ListAt(%d), a state between two changes: %s", ra, keysOf(got))
 	}
 	// Two more retained snapshots push the first one out.
@@ -86,10 +86,10 @@ func TestSnapshots(t *testing.T) {
 	e.waitCaughtUp()
 	sn3, _, _ := e.cache.Snapshot(ctx)
 	e.cache.Retain(sn3)
-	if _, ok := e.cache.ListAt([]byte(testPrefix), rev1); ok {
+	if _, ok := listAt(e.cache, []byte(testPrefix), rev1); ok {
 		t.Fatal("a third retained snapshot did not push out the first (RetainedSnapshots 2)")
 	}
-	if _, ok := e.cache.ListAt([]byte(testPrefix), rev2); !ok {
+	if _, ok := listAt(e.cache, []byte(testPrefix), rev2); !ok {
 		t.Fatal("the second retained snapshot is gone")
 	}
 }
@@ -105,11 +105,11 @@ func TestRetainExpires(t *testing.T) {
 	e.cache.Retain(sn1)
 	e.put(testPrefix+"a", "2")
 	e.waitCaughtUp()
-	if _, ok := e.cache.ListAt([]byte(testPrefix), rev1); !ok {
+	if _, ok := listAt(e.cache, []byte(testPrefix), rev1); !ok {
 		t.Fatal("retained snapshot missing")
 	}
 	time.Sleep(50 * time.Millisecond)
-	if _, ok := e.cache.ListAt([]byte(testPrefix), rev1); ok {
+	if _, ok := listAt(e.cache, []byte(testPrefix), rev1); ok {
 		t.Fatal("a snapshot unused for longer than RetainFor is still served")
 	}
 	// The next change drops it (nothing else has to call Retain).
@@ -226,4 +226,13 @@ func TestEncodingBudget(t *testing.T) {
 	if kept := e.cache.encBytes.Load(); kept != 600 {
 		t.Fatalf("kept %d bytes after a replacement, want 600", kept)
 	}
+}
+
+// listAt is SnapshotAt(rev).Under(prefix).
+func listAt(c *Cache, prefix []byte, rev int64) ([]*Object, bool) {
+	sn, ok := c.SnapshotAt(rev)
+	if !ok {
+		return nil, false
+	}
+	return sn.Under(prefix), true
 }
