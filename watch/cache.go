@@ -387,6 +387,28 @@ func (c *Cache) Get(ctx context.Context, key []byte) (obj *Object, rev int64, ok
 	return o, c.rev.Load(), true, nil
 }
 
+// Peek is Get without waiting: ok is false when the cache is not ready yet,
+// has stopped, or keeps no state.
+func (c *Cache) Peek(key []byte) (obj *Object, rev int64, ok bool) {
+	select {
+	case <-c.ready:
+	default:
+		return nil, 0, false
+	}
+	select {
+	case <-c.done:
+		return nil, 0, false
+	default:
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.state == nil {
+		return nil, 0, false
+	}
+	o, _ := c.state.Get(&Object{Key: key})
+	return o, c.rev.Load(), true
+}
+
 // snapshotLocked returns the current state as a sorted slice, building it if
 // a change was applied since the last one (c.mu held for writing).
 func (c *Cache) snapshotLocked() *Snapshot {

@@ -124,13 +124,14 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts DeleteOptions)
 			if opts.DryRun {
 				return &Result{JSON: so.appendJSON(nil, cur.Revision, true), Object: obj}, nil
 			}
-			_, _, err = st.Delete(ctx, key, cur.Revision)
+			_, rev, err := st.Delete(ctx, key, cur.Revision)
 			if errors.Is(err, storage.ErrConflict) {
 				continue
 			}
 			if err != nil {
 				return nil, storageError(err, gr, name)
 			}
+			s.wrote(rev)
 			return &Result{JSON: so.appendJSON(nil, cur.Revision, true), Object: obj}, nil
 		}
 		// Graceful: mark the object and let its finalizers run.
@@ -178,6 +179,7 @@ func (s *Store) writeBack(ctx context.Context, key []byte, obj Object, rev int64
 		}
 		return nil, storageError(err, s.res.GroupResource(), meta.GetName(obj))
 	}
+	s.wrote(newRev)
 	so, _ := parseStored(enc)
 	setRV(obj, newRev)
 	return &Result{JSON: so.appendJSON(nil, newRev, true), Object: obj, Pending: true}, nil

@@ -195,11 +195,63 @@ func (gc *garbageCollector) apply(ev storage.Event) error {
 }
 
 // mayConcernGC reports whether a stored object may have owner references or
-// a deletion timestamp. It is a conservative byte scan: false means
-// certainly neither (the field names cannot appear unquoted-free anywhere
-// else, and managedFields spell them "f:..."), true means decode and see.
+// a deletion timestamp: false means certainly neither, true means decode and
+// see. It reads only the keys of the stored metadata object (stored objects
+// begin with it, see encodeStored), in one pass that stops at the end of the
+// metadata; a value it cannot read that way answers true.
 func mayConcernGC(value []byte) bool {
-	return bytes.Contains(value, []byte(`"ownerReferences"`)) || bytes.Contains(value, []byte(`"deletionTimestamp"`))
+	so, err := parseStored(value)
+	if err != nil {
+		return true
+	}
+	found, ok := metadataHasKey(so.json[so.metaOff+len(metaKey)-1:], "ownerReferences", "deletionTimestamp")
+	return found || !ok
+}
+
+// metadataHasKey reports whether the JSON object that obj begins with has
+// one of keys among its own (not nested) members. Keys are compared as they
+// are written (encodeStored never escapes a letter). ok is false when obj is
+// not a well-formed object up to its closing brace.
+func metadataHasKey(obj []byte, keys ...string) (found, ok bool) {
+	if len(obj) == 0 || obj[0] != '{' {
+		return false, false
+	}
+	depth := 0
+	expectKey := false
+	for i := 0; i < len(obj); i++ {
+		switch c := obj[i]; c {
+		case '"':
+			start := i + 1
+			for i++; i < len(obj) && obj[i] != '"'; i++ {
+				if obj[i] == '\\' {
+					i++
+				}
+			}
+			if i >= len(obj) {
+				return false, false
+			}
+			if depth == 1 && expectKey {
+				k := obj[start:i]
+				for _, want := range keys {
+					if string(k) == want {
+						return true, true
+					}
+				}
+				expectKey = false
+			}
+		case '{', '[':
+			depth++
+			expectKey = c == '{' && depth == 1
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return false, true
+			}
+		case ',':
+			expectKey = depth == 1
+		}
+	}
+	return false, false
 }
 
 // forget drops the node stored under key, if any, and its owner links.

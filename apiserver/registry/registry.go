@@ -332,27 +332,49 @@ func (r *Registry) Resources() []*Resource {
 func (r *Registry) Storage() storage.Store { return r.cfg.Storage }
 
 // namespaceExists returns nil when namespace ns exists, a 404 Status error
-// when it does not, and nil when no namespaces resource is registered.
+// when it does not, errNamespaceTerminating when it is being deleted, and nil
+// when no namespaces resource is registered.
+//
+// Like kube-apiserver's NamespaceLifecycle admission, it looks in the
+// namespaces' watch cache first and reads storage when the cache does not
+// have the namespace. The cache answers only once it has caught up with
+// every namespace write this server made (Store.written), so a namespace
+// created or deleted through this server is seen at once; a change made
+// through another server sharing the storage is seen when the cache
+// receives it (milliseconds), as with kube-apiserver.
 func (r *Registry) namespaceExists(ctx context.Context, ns string) error {
 	st, ok := r.Store(meta.GroupVersionResource{Version: "v1", Resource: "namespaces"})
 	if !ok {
 		return nil
 	}
-	kv, err := r.cfg.Storage.Get(ctx, st.key("", ns), 0)
+	key := st.key("", ns)
+	if c, err := st.watchCache(); err == nil {
+		if o, rev, ok := c.Peek(key); ok && o != nil && rev >= st.written.Load() {
+			return namespaceState(o.Value, o.Revision)
+		}
+	}
+	kv, err := r.cfg.Storage.Get(ctx, key, 0)
 	if errors.Is(err, storage.ErrNotFound) {
 		return meta.NewNotFound(meta.GroupResource{Resource: "namespaces"}, ns)
 	}
 	if err != nil {
 		return storageError(err, st.res.GroupResource(), ns)
 	}
-	if bytes.Contains(kv.Value, []byte(`"deletionTimestamp":`)) {
-		obj, err := decodeStored(kv.Value, kv.Revision)
-		if err != nil {
-			return meta.NewInternalError(err)
-		}
-		if _, deleting := obj["metadata"].(map[string]any)["deletionTimestamp"]; deleting {
-			return errNamespaceTerminating
-		}
+	return namespaceState(kv.Value, kv.Revision)
+}
+
+// namespaceState returns errNamespaceTerminating when the stored namespace
+// is being deleted.
+func namespaceState(value []byte, rev int64) error {
+	if !bytes.Contains(value, []byte(`"deletionTimestamp":`)) {
+		return nil
+	}
+	obj, err := decodeStored(value, rev)
+	if err != nil {
+		return meta.NewInternalError(err)
+	}
+	if _, deleting := obj["metadata"].(map[string]any)["deletionTimestamp"]; deleting {
+		return errNamespaceTerminating
 	}
 	return nil
 }

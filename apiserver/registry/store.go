@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/schema"
@@ -22,6 +23,21 @@ type Store struct {
 	prefix []byte              // storage prefix of every object of the type, ends in '/'
 	fields *patch.FieldManager // managedFields and server-side apply
 	watch  watchCacheHolder    // the type's watch cache, started on first use (watch.go)
+
+	// written is the highest revision this store has written: a lookup in
+	// the watch cache sees this server's own writes once the cache has
+	// reached it (see Registry.namespaceExists).
+	written atomic.Int64
+}
+
+// wrote records that the store wrote revision rev.
+func (s *Store) wrote(rev int64) {
+	for {
+		cur := s.written.Load()
+		if rev <= cur || s.written.CompareAndSwap(cur, rev) {
+			return
+		}
+	}
 }
 
 func newStore(reg *Registry, res *Resource) *Store {
@@ -251,6 +267,7 @@ func (s *Store) Create(ctx context.Context, ns string, obj Object, opts WriteOpt
 	if err != nil {
 		return nil, storageError(err, gr, name)
 	}
+	s.wrote(rev)
 	md["resourceVersion"] = strconv.FormatInt(rev, 10)
 	return &Result{JSON: so.appendJSON(nil, rev, true), Object: obj, Warnings: warnings}, nil
 }
@@ -374,6 +391,7 @@ func (s *Store) Update(ctx context.Context, ns, name string, obj Object, opts Wr
 		if err != nil {
 			return nil, storageError(err, gr, name)
 		}
+		s.wrote(rev)
 		setRV(next, rev)
 		return &Result{JSON: so.appendJSON(nil, rev, true), Object: next, Warnings: warnings}, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/storage"
@@ -163,12 +164,16 @@ func watchError(err error, gr meta.GroupResource) *meta.StatusError {
 type watchCacheHolder struct {
 	mu      sync.Mutex
 	c       *watch.Cache
+	cur     atomic.Pointer[watch.Cache] // c, for readers that do not take mu
 	stopped bool
 }
 
 // watchCache returns the type's watch cache, starting it on first use.
 func (s *Store) watchCache() (*watch.Cache, error) {
 	h := &s.watch
+	if c := h.cur.Load(); c != nil {
+		return c, nil
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stopped {
@@ -186,6 +191,7 @@ func (s *Store) watchCache() (*watch.Cache, error) {
 			return nil, err
 		}
 		h.c = c
+		h.cur.Store(c)
 	}
 	return h.c, nil
 }
@@ -197,6 +203,7 @@ func (s *Store) stopWatchCache() {
 	h.mu.Lock()
 	c := h.c
 	h.c, h.stopped = nil, true
+	h.cur.Store(nil)
 	h.mu.Unlock()
 	if c != nil {
 		c.Stop()

@@ -11,8 +11,8 @@ import (
 	"sync"
 )
 
-// syncer makes committed Badger writes durable with one fsync per group
-// commit.
+// syncer makes committed Badger writes durable with one fsync (fdatasync on
+// Linux, see datasync) per group commit.
 //
 // Why not Badger's SyncWrites option: with SyncWrites, Badger syncs the
 // memtable's write-ahead log once per *transaction* (DB.writeToLSM calls
@@ -118,8 +118,8 @@ func (t *fileTracker) sync(dir string) (rotated bool, err error) {
 			}
 		}
 		if t.f != nil {
-			if err := t.f.Sync(); err != nil {
-				return rotated, fmt.Errorf("fsync %s: %w", t.f.Name(), err)
+			if err := datasync(t.f); err != nil {
+				return rotated, fmt.Errorf("fdatasync %s: %w", t.f.Name(), err)
 			}
 		}
 		if !t.advanced(dir) {
