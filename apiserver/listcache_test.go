@@ -139,6 +139,11 @@ func TestListsFromWatchCache(t *testing.T) {
 		"/api/v1/configmaps?limit=3",
 		cmPath + "?resourceVersion=0&limit=10",
 		cmPath + "?limit=10&resourceVersion=" + snapRV + "&resourceVersionMatch=NotOlderThan",
+		// Whole lists: a protobuf one measures its items once per state
+		// (CachedList.SizeMemo); each path is read several times.
+		cmPath,
+		cmPath + "?labelSelector=odd%3Dtrue",
+		"/api/v1/configmaps",
 	}
 	for _, path := range paths {
 		for _, accept := range []string{"application/json", "application/vnd.kubernetes.protobuf"} {

@@ -92,7 +92,7 @@ func (s *Server) streamList(w http.ResponseWriter, r *http.Request, st *registry
 		if s.pbCache != nil { // encodings are cached unless ProtobufCacheBytes says none
 			encoding = func(o *watch.Object) ([]byte, error) { return cl.Encoding(o, "protobuf", encode) }
 		}
-		err = writeProtobufObjects(sw, cl.Objects, cachedListMeta(cl), res.APIVersion(), res.ListKind, encoding)
+		err = writeProtobufObjects(sw, cl.Objects, cachedListMeta(cl), res.APIVersion(), res.ListKind, encoding, cl.SizeMemo("protobuf"))
 	case c.As == "" && c.Format == codec.FormatJSON:
 		err = streamJSONList(ctx, st, ns, opts, sw, func(rev int64) []byte {
 			return listJSONChunks(res, nil, revListMeta(rev))[0]
@@ -408,7 +408,12 @@ func streamProtobufList(ctx context.Context, st *registry.Store, ns string, opts
 // (watch.Object.Encoding), so the list's size is known before its first
 // byte without transcoding anything twice, and every later list of the same
 // versions writes the kept bytes.
-func writeProtobufObjects(sw *streamWriter, objs []*watch.Object, lm meta.ListMeta, apiVersion, kind string, encoding func(o *watch.Object) ([]byte, error)) error {
+//
+// sizeMemo, when not nil, remembers the items' total size for the next list
+// of the same objects (CachedList.SizeMemo): that list's first byte goes out
+// at once, and each item's encoding is fetched as it is written.
+func writeProtobufObjects(sw *streamWriter, objs []*watch.Object, lm meta.ListMeta, apiVersion, kind string, encoding func(o *watch.Object) ([]byte, error),
+	sizeMemo func(f func() (int, error)) (int, error)) error {
 	lmb, _ := json.Marshal(lm)
 	head, err := codec.AppendEmbedded(nil, 1, func(dst []byte) ([]byte, error) {
 		return codec.ListMetaMessage.AppendProtobuf(dst, lmb)
@@ -416,18 +421,31 @@ func writeProtobufObjects(sw *streamWriter, objs []*watch.Object, lm meta.ListMe
 	if err != nil {
 		return meta.NewInternalError(err)
 	}
-	encs := make([][]byte, len(objs))
-	size := len(head)
-	for i, o := range objs {
-		enc, err := encoding(o)
-		if err != nil {
-			return meta.NewInternalError(fmt.Errorf("encoding a %s item as protobuf: %w", kind, err))
+	var encs [][]byte // the encodings, when measuring fetched them
+	itemsSize := func() (int, error) {
+		encs = make([][]byte, len(objs))
+		size := 0
+		for i, o := range objs {
+			enc, err := encoding(o)
+			if err != nil {
+				return 0, err
+			}
+			encs[i] = enc
+			size += protowire.SizeTag(2) + protowire.SizeBytes(len(enc))
 		}
-		encs[i] = enc
-		size += protowire.SizeTag(2) + protowire.SizeBytes(len(enc))
+		return size, nil
+	}
+	var size int
+	if sizeMemo != nil {
+		size, err = sizeMemo(itemsSize)
+	} else {
+		size, err = itemsSize()
+	}
+	if err != nil {
+		return meta.NewInternalError(fmt.Errorf("encoding a %s item as protobuf: %w", kind, err))
 	}
 	// Nothing has been written yet: every error so far is a Status.
-	hdr := codec.AppendEnvelopeHeader(make([]byte, 0, 64), apiVersion, kind, size)
+	hdr := codec.AppendEnvelopeHeader(make([]byte, 0, 64), apiVersion, kind, len(head)+size)
 	if _, err := sw.Write(hdr); err != nil {
 		return err
 	}
@@ -435,7 +453,18 @@ func writeProtobufObjects(sw *streamWriter, objs []*watch.Object, lm meta.ListMe
 		return err
 	}
 	prefix := make([]byte, 0, 16)
-	for _, enc := range encs {
+	written := 0
+	for i, o := range objs {
+		var enc []byte
+		if encs != nil {
+			enc = encs[i]
+		} else if enc, err = encoding(o); err != nil {
+			// Unreachable in practice: the same bytes were encoded when
+			// the size was measured. The response is cut (see
+			// streamWriter).
+			return fmt.Errorf("encoding a %s item as protobuf: %w", kind, err)
+		}
+		written += protowire.SizeTag(2) + protowire.SizeBytes(len(enc))
 		prefix = protowire.AppendTag(prefix[:0], 2, protowire.BytesType)
 		prefix = protowire.AppendVarint(prefix, uint64(len(enc)))
 		if _, err := sw.Write(prefix); err != nil {
@@ -444,6 +473,11 @@ func writeProtobufObjects(sw *streamWriter, objs []*watch.Object, lm meta.ListMe
 		if _, err := sw.Write(enc); err != nil {
 			return err
 		}
+	}
+	if written != size {
+		// A remembered size that does not match would make a corrupt
+		// message: cut the response instead.
+		return fmt.Errorf("protobuf %s: items of %d bytes, %d announced", kind, written, size)
 	}
 	_, err = sw.Write(codec.AppendEnvelopeTrailer(hdr[:0]))
 	return err

@@ -421,7 +421,7 @@ func (c *Cache) snapshotLocked() *Snapshot {
 			objs = append(objs, o)
 			return true
 		})
-		c.snap = &Snapshot{from: c.stateRev, rev: c.rev.Load(), objs: objs}
+		c.snap = &Snapshot{from: c.stateRev, rev: c.rev.Load(), objs: objs, memo: &snapshotMemo{}}
 	}
 	return c.snap
 }
@@ -455,7 +455,39 @@ func newStateTree() *stateTree {
 type Snapshot struct {
 	from, rev int64
 	objs      []*Object
-	used      atomic.Int64 // unix nanoseconds of the last use, for Retain
+	memo      *snapshotMemo // shared by the snapshots of the same objs
+	used      atomic.Int64  // unix nanoseconds of the last use, for Retain
+}
+
+type snapshotMemo struct {
+	mu sync.Mutex
+	m  map[any]int
+}
+
+// Memo returns what f computes for key, computing it at most once per
+// state (concurrent first calls may each compute it): for facts that depend
+// only on the snapshot's objects, such as the total size of some of their
+// encodings, that every list of the same state can reuse. key must say
+// everything f depends on besides the objects.
+func (sn *Snapshot) Memo(key any, f func() (int, error)) (int, error) {
+	m := sn.memo
+	m.mu.Lock()
+	v, ok := m.m[key]
+	m.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	v, err := f()
+	if err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	if m.m == nil {
+		m.m = map[any]int{}
+	}
+	m.m[key] = v
+	m.mu.Unlock()
+	return v, nil
 }
 
 func (sn *Snapshot) covers(rev int64) bool { return sn.from <= rev && rev <= sn.rev }
@@ -670,7 +702,7 @@ func (c *Cache) apply(batch []storage.Event) error {
 				c.rev.Store(sev.Revision)
 				if sn := c.snap; sn != nil {
 					// No change since: the snapshot is this revision's too.
-					c.snap = &Snapshot{from: sn.from, rev: sev.Revision, objs: sn.objs}
+					c.snap = &Snapshot{from: sn.from, rev: sev.Revision, objs: sn.objs, memo: sn.memo}
 				}
 			}
 		case storage.EventPut, storage.EventDelete:

@@ -236,3 +236,66 @@ func listAt(c *Cache, prefix []byte, rev int64) ([]*Object, bool) {
 	}
 	return sn.Under(prefix), true
 }
+
+// TestSnapshotMemo: a memo is computed once per state: kept while only the
+// revision moves (a write elsewhere), computed again after a change; a
+// failed computation is not remembered.
+func TestSnapshotMemo(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, Settings{ProgressInterval: 5 * time.Millisecond})
+	for _, k := range []string{"a", "b", "c"} {
+		e.put(testPrefix+k, "1")
+	}
+	e.waitCaughtUp()
+	calls := 0
+	size := func(sn *Snapshot) int {
+		t.Helper()
+		v, err := sn.Memo("size", func() (int, error) {
+			calls++
+			n := 0
+			for _, o := range sn.Under([]byte(testPrefix)) {
+				n += len(o.Value)
+			}
+			return n, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	snapshot := func() *Snapshot {
+		t.Helper()
+		sn, ok, err := e.cache.Snapshot(ctx)
+		if err != nil || !ok {
+			t.Fatalf("snapshot: %v %v", ok, err)
+		}
+		return sn
+	}
+	sn1 := snapshot()
+	if v := size(sn1); v != 3 || calls != 1 {
+		t.Fatalf("first: %d after %d calls", v, calls)
+	}
+	if v := size(sn1); v != 3 || calls != 1 {
+		t.Fatalf("again: %d after %d calls", v, calls)
+	}
+	other := e.put("/other/x", "y")
+	waitFor(t, "progress past the unrelated write", func() bool { return e.cache.Stats().Revision >= other })
+	sn2 := snapshot()
+	if sn2.Revision() < other {
+		t.Fatalf("snapshot at %d, before %d", sn2.Revision(), other)
+	}
+	if v := size(sn2); v != 3 || calls != 1 {
+		t.Fatalf("same state, later revision: %d after %d calls", v, calls)
+	}
+	rev := e.put(testPrefix+"d", "22")
+	waitFor(t, "the change", func() bool { return e.cache.Stats().Revision >= rev })
+	if v := size(snapshot()); v != 5 || calls != 2 {
+		t.Fatalf("after a change: %d after %d calls", v, calls)
+	}
+	if _, err := sn1.Memo("failing", func() (int, error) { return 0, fmt.Errorf("no") }); err == nil {
+		t.Fatal("error lost")
+	}
+	if v, err := sn1.Memo("failing", func() (int, error) { return 7, nil }); err != nil || v != 7 {
+		t.Fatalf("after a failure: %d %v", v, err)
+	}
+}

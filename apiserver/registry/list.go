@@ -155,6 +155,25 @@ type CachedList struct {
 	RemainingItemCount *int64
 
 	cache *watch.Cache
+	sn    *watch.Snapshot // set when Objects are a stretch of sn (no selector)
+}
+
+// SizeMemo returns a memo for the total size of the list's objects in the
+// representation tag names (see watch.Snapshot.Memo): every list of the same
+// stretch of the same state reuses it. It is nil when the list was filtered
+// by a selector, or is empty.
+func (cl *CachedList) SizeMemo(tag string) func(f func() (int, error)) (int, error) {
+	if cl.sn == nil || len(cl.Objects) == 0 {
+		return nil
+	}
+	// The stretch is named by where it starts in the snapshot's array and
+	// its length.
+	key := struct {
+		tag   string
+		first **watch.Object
+		n     int
+	}{tag, &cl.Objects[0], len(cl.Objects)}
+	return func(f func() (int, error)) (int, error) { return cl.sn.Memo(key, f) }
 }
 
 // Encoding returns an encoding of o (one of the list's objects) that tag
@@ -201,7 +220,7 @@ func (s *Store) cachedList(ctx context.Context, prefix, start []byte, rev int64,
 	}
 	filter := selectorFilter(opts.Labels, opts.Fields)
 	if filter == nil {
-		out.Objects = objs
+		out.Objects, out.sn = objs, sn
 		if limit > 0 && int64(len(objs)) > limit {
 			out.Objects = objs[:limit:limit]
 			remaining := int64(len(objs)) - limit
