@@ -609,3 +609,28 @@ func TestPerWatchEncoder(t *testing.T) {
 		}
 	}
 }
+
+// funcEncoder is not comparable (a func field).
+type funcEncoder struct {
+	testEncoder *testEncoder
+	hook        func()
+}
+
+func (e funcEncoder) AppendEvent(dst []byte, typ EventType, obj *Object, rev int64) ([]byte, error) {
+	return e.testEncoder.AppendEvent(dst, typ, obj, rev)
+}
+func (e funcEncoder) AppendBookmark(dst []byte, rev int64, end bool) ([]byte, error) {
+	return e.testEncoder.AppendBookmark(dst, rev, end)
+}
+func (e funcEncoder) AppendError(dst []byte, err error) []byte {
+	return e.testEncoder.AppendError(dst, err)
+}
+
+// An encoder that is not comparable is refused with an error, not a panic.
+func TestWatchRefusesIncomparableEncoder(t *testing.T) {
+	e := newEnv(t, Settings{})
+	_, err := e.cache.Watch(context.Background(), WatchOptions{Encoder: funcEncoder{testEncoder: &testEncoder{}, hook: func() {}}})
+	if err == nil || !strings.Contains(err.Error(), "not comparable") {
+		t.Fatalf("watch with an incomparable encoder: %v", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -125,6 +126,11 @@ func NewErrorWatcher(enc Encoder, err error) *Watcher {
 func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) {
 	if opts.Encoder == nil {
 		return nil, errors.New("watch: WatchOptions.Encoder is required")
+	}
+	if _, perWatch := opts.Encoder.(PerWatchEncoder); !perWatch && !reflect.TypeOf(opts.Encoder).Comparable() {
+		// Frames are cached per encoder value (see Encoder): comparing or
+		// hashing this one would panic.
+		return nil, fmt.Errorf("watch: WatchOptions.Encoder of type %T is not comparable: use a pointer, or implement PerWatchEncoder", opts.Encoder)
 	}
 	prefix := opts.Prefix
 	if prefix == nil {
