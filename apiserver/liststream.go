@@ -47,8 +47,10 @@ import (
 // transcoding the items past the bound twice. See docs/representations.md.
 
 // streamList serves a whole-collection list by streaming it. It reports
-// false, having done nothing, when the request is not one it streams.
-func (s *Server) streamList(w http.ResponseWriter, r *http.Request, st *registry.Store, ns string, c codec.Choice, opts registry.ListOptions) bool {
+// false, having done nothing, when the request is not one it streams; it may
+// have set optsp.FromStorage then (the watch cache declined the list).
+func (s *Server) streamList(w http.ResponseWriter, r *http.Request, st *registry.Store, ns string, c codec.Choice, optsp *registry.ListOptions) bool {
+	opts := *optsp
 	if s.bufferLists.Load() || c.Format == codec.FormatYAML || (c.Format == codec.FormatJSON && wantPretty(r, c)) {
 		return false
 	}
@@ -69,8 +71,13 @@ func (s *Server) streamList(w http.ResponseWriter, r *http.Request, st *registry
 			s.writeError(w, r, err)
 			return true
 		}
-		if !ok && paged {
-			return false // read from storage, one page in memory
+		if !ok {
+			// Declined (a lagging cache has been waited for already):
+			// the list reads storage, here or in the buffered path.
+			opts.FromStorage, optsp.FromStorage = true, true
+			if paged {
+				return false // one page in memory
+			}
 		}
 	}
 	sw := newStreamWriter(w, c.Format.MediaType(), acceptsGzip(r.Header.Values("Accept-Encoding")))

@@ -1,11 +1,8 @@
 package apiserver
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"net/http/httptest"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,41 +10,6 @@ import (
 	"github.com/kapi-dev/kapi/storage"
 	"github.com/kapi-dev/kapi/storage/badger"
 )
-
-// nsGetCounter counts storage reads of namespace objects, and delays the
-// events of watches on namespaces by lag.
-type nsGetCounter struct {
-	storage.Store
-	gets atomic.Int64
-	lag  atomic.Int64 // nanoseconds
-}
-
-func (c *nsGetCounter) Watch(ctx context.Context, opts storage.WatchOptions) (<-chan storage.Event, error) {
-	in, err := c.Store.Watch(ctx, opts)
-	if err != nil || !bytes.HasSuffix(opts.Prefix, []byte("/namespaces/")) {
-		return in, err
-	}
-	out := make(chan storage.Event)
-	go func() {
-		defer close(out)
-		for ev := range in {
-			time.Sleep(time.Duration(c.lag.Load()))
-			select {
-			case out <- ev:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return out, nil
-}
-
-func (c *nsGetCounter) Get(ctx context.Context, key []byte, rev int64) (storage.KeyValue, error) {
-	if bytes.Contains(key, []byte("/namespaces/")) {
-		c.gets.Add(1)
-	}
-	return c.Store.Get(ctx, key, rev)
-}
 
 // TestNamespaceCheckFromWatchCache: a create's namespace check is answered by
 // the namespaces' watch cache once it has caught up (no storage read), sees
@@ -66,7 +28,7 @@ func TestNamespaceCheckFromWatchCache(t *testing.T) {
 		t.Cleanup(ts.Close)
 		return ts
 	}
-	counter := &nsGetCounter{Store: store}
+	counter := &laggingStore{Store: store, match: []byte("/namespaces/")}
 	ts := serve(counter)
 	other := serve(store) // a second server on the same storage
 	n := 0

@@ -157,7 +157,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request, st *registry
 		s.writeError(w, r, err)
 		return
 	}
-	if s.streamList(w, r, st, info.Namespace, c, opts) {
+	if s.streamList(w, r, st, info.Namespace, c, &opts) {
 		return
 	}
 	list, err := st.List(r.Context(), info.Namespace, opts)

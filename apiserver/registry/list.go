@@ -42,6 +42,10 @@ type ListOptions struct {
 	// the API.
 	ResourceVersion      string
 	ResourceVersionMatch string
+	// FromStorage reads storage without asking the watch cache: for a
+	// caller that has just asked it (ListCached) and was declined, so that
+	// one list does not wait for a lagging cache twice.
+	FromStorage bool
 }
 
 // ListResult is one page of a list.
@@ -276,6 +280,9 @@ func (s *Store) appendItemJSON(dst []byte, o *watch.Object, typeMeta bool) ([]by
 // rev is listStart's: the exact snapshot's revision, 0 otherwise. ok is
 // false when storage must be read instead.
 func (s *Store) cacheObjects(ctx context.Context, prefix, start []byte, rev int64, opts ListOptions) (_ *watch.Cache, _ *watch.Snapshot, _ []*watch.Object, _ int64, ok bool) {
+	if opts.FromStorage {
+		return nil, nil, nil, 0, false
+	}
 	c, err := s.watchCache()
 	if err != nil {
 		return nil, nil, nil, 0, false
