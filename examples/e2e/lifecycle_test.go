@@ -147,10 +147,11 @@ func TestKubectlDeleteWaitsForFinalizers(t *testing.T) {
 
 	// A goroutine plays the controller owning the finalizer: once the widget
 	// is marked for deletion it waits a moment, then removes the finalizer.
+	releasing := make(chan struct{}) // closed just before the finalizer's removal is sent
 	removed := make(chan struct{})
 	failed := make(chan error, 1)
 	go func() {
-		if err := releaseWhenDeleting(t, widgets, "held"); err != nil {
+		if err := releaseWhenDeleting(t, widgets, "held", releasing); err != nil {
 			failed <- err
 			return
 		}
@@ -162,12 +163,21 @@ func TestKubectlDeleteWaitsForFinalizers(t *testing.T) {
 	if r.Err != nil {
 		t.Fatalf("kubectl delete --wait: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	}
+	// kubectl may see the deletion before the goroutine sees its patch's
+	// answer, but never before the patch was sent.
 	select {
-	case <-removed:
+	case <-releasing:
 	case err := <-failed:
 		t.Fatalf("finalizer goroutine: %v", err)
 	default:
 		t.Fatalf("kubectl delete --wait returned after %s, before the finalizer was removed", time.Since(start))
+	}
+	select {
+	case <-removed:
+	case err := <-failed:
+		t.Fatalf("finalizer goroutine: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the finalizer's removal did not complete")
 	}
 	if _, err := widgets.Get(t.Context(), "held", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("widget after kubectl delete --wait: %v, want NotFound", err)
@@ -178,8 +188,9 @@ func TestKubectlDeleteWaitsForFinalizers(t *testing.T) {
 }
 
 // releaseWhenDeleting waits (up to 60s) for widget name to get a
-// deletionTimestamp, waits a moment more, then removes its finalizers.
-func releaseWhenDeleting(t *testing.T, widgets dynamic.ResourceInterface, name string) error {
+// deletionTimestamp, waits a moment more, then closes releasing and removes
+// its finalizers.
+func releaseWhenDeleting(t *testing.T, widgets dynamic.ResourceInterface, name string, releasing chan<- struct{}) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		w, err := widgets.Get(t.Context(), name, metav1.GetOptions{})
@@ -196,6 +207,7 @@ func releaseWhenDeleting(t *testing.T, widgets dynamic.ResourceInterface, name s
 	}
 	// The "moment": kubectl is waiting by now, and must go on waiting.
 	time.Sleep(time.Second)
+	close(releasing)
 	_, err := widgets.Patch(t.Context(), name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 	if err != nil {
 		return fmt.Errorf("removing the finalizer: %w", err)
