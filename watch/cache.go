@@ -70,7 +70,7 @@ type Cache struct {
 	encBytes    atomic.Int64 // encodings kept by the state's objects (Encoding)
 	stateOff    bool         // the state outgrew Settings.StateBytes
 	stateRev    int64        // the revision of the last change applied to the state
-	snap        *Snapshot    // the state as a sorted slice, nil until a list asks after a change
+	snap        *Snapshot    // a clone of the state, nil until a list asks after a change
 	retained    []*Snapshot  // older snapshots kept for continued lists (Retain)
 	watchers    map[*Watcher]struct{}
 	live        map[*Watcher]struct{} // watchers fed by dispatch
@@ -409,19 +409,16 @@ func (c *Cache) Peek(key []byte) (obj *Object, rev int64, ok bool) {
 	return o, c.rev.Load(), true
 }
 
-// snapshotLocked returns the current state as a sorted slice, building it if
-// a change was applied since the last one (c.mu held for writing).
+// snapshotLocked returns a snapshot of the current state, cloning the state
+// if a change was applied since the last one (c.mu held for writing).
 func (c *Cache) snapshotLocked() *Snapshot {
 	if c.state == nil {
 		return nil
 	}
 	if c.snap == nil {
-		objs := make([]*Object, 0, c.state.Len())
-		c.state.Ascend(func(o *Object) bool {
-			objs = append(objs, o)
-			return true
-		})
-		c.snap = &Snapshot{from: c.stateRev, rev: c.rev.Load(), objs: objs, memo: &snapshotMemo{}}
+		// A clone is O(1): the state and the clone share their nodes until
+		// the state's next change copies the ones it touches.
+		c.snap = &Snapshot{from: c.stateRev, rev: c.rev.Load(), tree: c.state.Clone(), memo: &snapshotMemo{}}
 	}
 	return c.snap
 }
@@ -450,18 +447,20 @@ func newStateTree() *stateTree {
 	return btree.NewG(32, func(a, b *Object) bool { return bytes.Compare(a.Key, b.Key) < 0 })
 }
 
-// Snapshot is the state at the revisions from..rev (no change in between)
-// as a slice sorted by key. It is shared and never modified.
+// Snapshot is the state at the revisions from..rev (no change in between):
+// a copy-on-write clone of the state's B-tree, read by key range. It is
+// shared and never modified.
 type Snapshot struct {
 	from, rev int64
-	objs      []*Object
-	memo      *snapshotMemo // shared by the snapshots of the same objs
+	tree      *stateTree    // a copy-on-write clone of the state, never written
+	memo      *snapshotMemo // shared by the snapshots of the same state
 	used      atomic.Int64  // unix nanoseconds of the last use, for Retain
 }
 
 type snapshotMemo struct {
-	mu sync.Mutex
-	m  map[any]int
+	mu    sync.Mutex
+	m     map[any]int
+	under map[string][]*Object // Under's answers, by prefix
 }
 
 // Memo returns what f computes for key, computing it at most once per
@@ -498,17 +497,35 @@ func (sn *Snapshot) covers(rev int64) bool { return sn.from <= rev && rev <= sn.
 func (sn *Snapshot) Revision() int64 { return sn.rev }
 
 // Under returns the objects whose keys start with prefix, in key order. The
-// slice is shared: do not modify it.
+// slice is shared (every list of the same prefix and state gets the same
+// one): do not modify it. It costs the size of the answer, not of the state:
+// a namespace's list reads only that namespace.
 func (sn *Snapshot) Under(prefix []byte) []*Object {
-	objs := sn.objs
-	lo, _ := slices.BinarySearchFunc(objs, prefix, func(o *Object, p []byte) int { return bytes.Compare(o.Key, p) })
-	n, _ := slices.BinarySearchFunc(objs[lo:], prefix, func(o *Object, p []byte) int {
-		if bytes.HasPrefix(o.Key, p) {
-			return -1
+	m := sn.memo
+	m.mu.Lock()
+	objs, ok := m.under[string(prefix)]
+	m.mu.Unlock()
+	if ok {
+		return objs
+	}
+	sn.tree.AscendGreaterOrEqual(&Object{Key: prefix}, func(o *Object) bool {
+		if !bytes.HasPrefix(o.Key, prefix) {
+			return false
 		}
-		return 1
+		objs = append(objs, o)
+		return true
 	})
-	return objs[lo : lo+n : lo+n]
+	objs = objs[:len(objs):len(objs)]
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if prev, ok := m.under[string(prefix)]; ok {
+		return prev // a concurrent first call won: keep one slice per prefix
+	}
+	if m.under == nil {
+		m.under = map[string][]*Object{}
+	}
+	m.under[string(prefix)] = objs
+	return objs
 }
 
 // run lists and follows the prefix until the cache is stopped or the store
@@ -702,7 +719,7 @@ func (c *Cache) apply(batch []storage.Event) error {
 				c.rev.Store(sev.Revision)
 				if sn := c.snap; sn != nil {
 					// No change since: the snapshot is this revision's too.
-					c.snap = &Snapshot{from: sn.from, rev: sev.Revision, objs: sn.objs, memo: sn.memo}
+					c.snap = &Snapshot{from: sn.from, rev: sev.Revision, tree: sn.tree, memo: sn.memo}
 				}
 			}
 		case storage.EventPut, storage.EventDelete:
