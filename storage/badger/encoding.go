@@ -92,21 +92,36 @@ const (
 	dataChunked = 2
 )
 
+// dataHeaderRoom is the room a write leaves in front of its value for the
+// data header (see write), so that the data value is one buffer.
+const dataHeaderRoom = 1 + 2*binary.MaxVarintLen64
+
 // encodeData returns the data key's value and the chunks (parts 1..n-1) of
-// value. The parts alias value.
-func encodeData(createRev int64, value []byte) (data []byte, chunks [][]byte) {
-	var hdr [1 + 2*binary.MaxVarintLen64]byte
+// the value buf[room:]. When room holds the header (dataHeaderRoom always
+// does), the header is written into buf just before the value and the data
+// value aliases buf; otherwise it is a new slice. The parts alias the value.
+func encodeData(createRev int64, buf []byte, room int) (data []byte, chunks [][]byte) {
+	value := buf[room:]
+	var hdr [dataHeaderRoom]byte
 	h := hdr[:0]
+	n := 1
 	if len(value) <= chunkSize {
 		h = append(h, dataInline)
 		h = binary.AppendUvarint(h, uint64(createRev))
-		return append(append(make([]byte, 0, len(h)+len(value)), h...), value...), nil
+	} else {
+		n = (len(value) + chunkSize - 1) / chunkSize
+		h = append(h, dataChunked)
+		h = binary.AppendUvarint(h, uint64(createRev))
+		h = binary.AppendUvarint(h, uint64(n))
 	}
-	n := (len(value) + chunkSize - 1) / chunkSize
-	h = append(h, dataChunked)
-	h = binary.AppendUvarint(h, uint64(createRev))
-	h = binary.AppendUvarint(h, uint64(n))
-	data = append(append(make([]byte, 0, len(h)+chunkSize), h...), value[:chunkSize]...)
+	first := value[:min(len(value), chunkSize)]
+	if len(h) <= room {
+		start, end := room-len(h), room+len(first)
+		copy(buf[start:room], h)
+		data = buf[start:end:end]
+	} else {
+		data = append(append(make([]byte, 0, len(h)+len(first)), h...), first...)
+	}
 	for i := 1; i < n; i++ {
 		chunks = append(chunks, value[i*chunkSize:min((i+1)*chunkSize, len(value))])
 	}

@@ -37,7 +37,8 @@ type writeReq struct {
 	ctx      context.Context
 	op       opKind
 	key      []byte
-	value    []byte
+	value    []byte // buf[dataHeaderRoom:]
+	buf      []byte // the value with room for the data header in front
 	expected int64
 	done     chan writeResult // buffered, receives exactly one result
 }
@@ -95,10 +96,11 @@ func (s *Store) write(ctx context.Context, op opKind, key, value []byte, expecte
 		done:     make(chan writeResult, 1),
 	}
 	if op != opDelete {
-		req.value = bytes.Clone(value)
-		if req.value == nil {
-			req.value = []byte{}
-		}
+		// One copy of the value, with room for the data header in front
+		// (encodeData): the stored data value and the event share it.
+		req.buf = make([]byte, dataHeaderRoom+len(value))
+		copy(req.buf[dataHeaderRoom:], value)
+		req.value = req.buf[dataHeaderRoom:]
 	}
 	select {
 	case s.queue <- req:
@@ -336,7 +338,7 @@ func (s *Store) prepare(req *writeReq, st keyState, rev int64) (*bdb.Txn, keySta
 			createRev = st.createRev
 		}
 		le.op, le.prevRev, le.createRev = logPut, st.modRev, createRev
-		data, chunks := encodeData(createRev, req.value)
+		data, chunks := encodeData(createRev, req.buf, dataHeaderRoom)
 		err = txn.SetEntry(bdb.NewEntry(dk, data))
 		for i, c := range chunks {
 			if err == nil {
