@@ -276,6 +276,17 @@ func (c *Cache) Encoding(o *Object, tag string, enc func(o *Object) ([]byte, err
 	if c.stateBytes.Load()+c.encBytes.Load()+n > c.cfg.StateBytes {
 		return b, nil
 	}
+	// Only an object of the current state keeps an encoding: the budget is
+	// given back when the state replaces or drops it (applyStateLocked),
+	// which has already happened to an object of an older snapshot.
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.state == nil {
+		return b, nil
+	}
+	if cur, ok := c.state.Get(o); !ok || cur != o {
+		return b, nil
+	}
 	b, kept := o.keepEncoding(tag, b)
 	if kept {
 		c.encBytes.Add(n)
@@ -378,13 +389,8 @@ func (c *Cache) Get(ctx context.Context, key []byte) (obj *Object, rev int64, ok
 	if err := c.waitReady(ctx); err != nil {
 		return nil, 0, false, err
 	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.state == nil {
-		return nil, 0, false, nil
-	}
-	o, _ := c.state.Get(&Object{Key: key})
-	return o, c.rev.Load(), true, nil
+	obj, rev, ok = c.lookup(key)
+	return obj, rev, ok, nil
 }
 
 // Peek is Get without waiting: ok is false when the cache is not ready yet,
@@ -400,6 +406,11 @@ func (c *Cache) Peek(key []byte) (obj *Object, rev int64, ok bool) {
 		return nil, 0, false
 	default:
 	}
+	return c.lookup(key)
+}
+
+// lookup is Get and Peek once the cache is ready.
+func (c *Cache) lookup(key []byte) (obj *Object, rev int64, ok bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.state == nil {
@@ -424,20 +435,9 @@ func (c *Cache) snapshotLocked() *Snapshot {
 }
 
 // stateUnderLocked returns the state's objects under prefix in key order in a
-// new slice (c.mu held).
+// new slice (c.mu held for writing; the state is kept).
 func (c *Cache) stateUnderLocked(prefix []byte) []*Object {
-	if sn := c.snap; sn != nil {
-		return slices.Clone(sn.Under(prefix))
-	}
-	var objs []*Object
-	c.state.AscendGreaterOrEqual(&Object{Key: prefix}, func(o *Object) bool {
-		if !bytes.HasPrefix(o.Key, prefix) {
-			return false
-		}
-		objs = append(objs, o)
-		return true
-	})
-	return objs
+	return slices.Clone(c.snapshotLocked().Under(prefix))
 }
 
 // stateTree is the cache's state: the latest version of every object, by key.

@@ -226,6 +226,21 @@ func TestEncodingBudget(t *testing.T) {
 	if kept := e.cache.encBytes.Load(); kept != 600 {
 		t.Fatalf("kept %d bytes after a replacement, want 600", kept)
 	}
+	// A replaced version (still in the older list; it kept nothing while it
+	// was current) is encoded but keeps nothing now: its budget would never
+	// come back.
+	e.put(testPrefix+"k3", "w")
+	e.waitCaughtUp()
+	calls = 0
+	if _, err := e.cache.Encoding(objs[3], "x", enc); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := objs[3].keptEncoding("x"); ok || calls != 1 {
+		t.Fatalf("a replaced version kept its encoding (%d calls)", calls)
+	}
+	if kept := e.cache.encBytes.Load(); kept != 600 {
+		t.Fatalf("kept %d bytes after encoding a replaced version, want 600", kept)
+	}
 }
 
 // listAt is SnapshotAt(rev).Under(prefix).
