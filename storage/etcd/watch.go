@@ -169,9 +169,9 @@ func (w *watcher) askProgress(ctx, wctx context.Context, start int64, canProgres
 		*canProgress = true
 	}
 	// etcd answers on this watch's own stream once the watch has caught
-	// up; the answer arrives as a progress response.
-	_ = s.cli.RequestProgress(wctx)
-	return true, true
+	// up; the answer arrives as a progress response. A request etcd refused
+	// is not retried (the interval's reports still come).
+	return s.cli.RequestProgress(wctx) == nil, true
 }
 
 // fail sends the final error event.
@@ -206,6 +206,13 @@ func (w *watcher) follow(ctx context.Context) error {
 	// arrives: etcd drops a request that reaches it before the watch is set
 	// up on its stream.
 	var retry <-chan time.Time
+	askAgain := func() bool {
+		asked, ok := w.askProgress(ctx, wctx, start, &canProgress)
+		if retry = nil; asked {
+			retry = time.After(progressRetry)
+		}
+		return ok
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -219,20 +226,12 @@ func (w *watcher) follow(ctx context.Context) error {
 				return nil
 			}
 		case <-w.poke:
-			asked, ok := w.askProgress(ctx, wctx, start, &canProgress)
-			if !ok {
+			if !askAgain() {
 				return nil
-			}
-			if retry = nil; asked {
-				retry = time.After(progressRetry)
 			}
 		case <-retry:
-			asked, ok := w.askProgress(ctx, wctx, start, &canProgress)
-			if !ok {
+			if !askAgain() {
 				return nil
-			}
-			if retry = nil; asked {
-				retry = time.After(progressRetry)
 			}
 		case resp, ok := <-ch:
 			if !ok {
