@@ -3,6 +3,7 @@ package patch
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -90,16 +91,12 @@ func (m *FieldManager) createFieldsV1(obj map[string]any) (map[string]any, bool)
 	return out, true
 }
 
-// strippedMeta are the metadata fields recordUpdate strips (m.stripSet).
-// All are scalars or atomic in ObjectMeta, so stripping them leaves no
-// children behind.
-func strippedMeta(k string) bool {
-	switch k {
-	case "name", "namespace", "creationTimestamp", "selfLink", "uid", "clusterName", "generation", "managedFields", "resourceVersion":
-		return true
-	}
-	return false
-}
+// strippedMetaFields are the metadata fields recordUpdate strips (they are
+// in m.stripSet). All are scalars or atomic in ObjectMeta, so stripping them
+// leaves no children behind.
+var strippedMetaFields = [...]string{"name", "namespace", "creationTimestamp", "selfLink", "uid", "clusterName", "generation", "managedFields", "resourceVersion"}
+
+func strippedMeta(k string) bool { return slices.Contains(strippedMetaFields[:], k) }
 
 // walkMetadata is walk for the object's metadata of type tr, without the
 // fields recordUpdate strips: the node of its other fields, nil when there

@@ -91,16 +91,10 @@ func (m *FieldManager) init() {
 			fieldpath.MakePathOrDie("apiVersion"),
 			fieldpath.MakePathOrDie("kind"),
 			fieldpath.MakePathOrDie("metadata"),
-			fieldpath.MakePathOrDie("metadata", "name"),
-			fieldpath.MakePathOrDie("metadata", "namespace"),
-			fieldpath.MakePathOrDie("metadata", "creationTimestamp"),
-			fieldpath.MakePathOrDie("metadata", "selfLink"),
-			fieldpath.MakePathOrDie("metadata", "uid"),
-			fieldpath.MakePathOrDie("metadata", "clusterName"),
-			fieldpath.MakePathOrDie("metadata", "generation"),
-			fieldpath.MakePathOrDie("metadata", "managedFields"),
-			fieldpath.MakePathOrDie("metadata", "resourceVersion"),
 		)
+		for _, f := range strippedMetaFields {
+			m.stripSet.Insert(fieldpath.MakePathOrDie("metadata", f))
+		}
 		build := func(f fieldpath.Filter) *merge.Updater {
 			b := merge.UpdaterBuilder{Converter: sameVersion{}}
 			if f != nil {
