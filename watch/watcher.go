@@ -129,7 +129,8 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 	}
 	if _, perWatch := opts.Encoder.(PerWatchEncoder); !perWatch && !reflect.TypeOf(opts.Encoder).Comparable() {
 		// Frames are cached per encoder value (see Encoder): comparing or
-		// hashing this one would panic.
+		// hashing this one would panic. (A struct type with interface
+		// fields passes this check; what they hold must be comparable.)
 		return nil, fmt.Errorf("watch: WatchOptions.Encoder of type %T is not comparable: use a pointer, or implement PerWatchEncoder", opts.Encoder)
 	}
 	prefix := opts.Prefix
