@@ -87,3 +87,57 @@ func TestWatcherBookmarkTimer(t *testing.T) {
 		t.Fatalf("bookmark after the event: %v", ev)
 	}
 }
+
+// valueEncoder is a comparable encoder value: two with the same fields are
+// the same encoder.
+type valueEncoder struct {
+	enc *testEncoder
+	tag string
+}
+
+func (v valueEncoder) AppendEvent(dst []byte, typ EventType, obj *Object, rev int64) ([]byte, error) {
+	return v.enc.AppendEvent(dst, typ, obj, rev)
+}
+func (v valueEncoder) AppendBookmark(dst []byte, rev int64, end bool) ([]byte, error) {
+	return v.enc.AppendBookmark(dst, rev, end)
+}
+func (v valueEncoder) AppendError(dst []byte, err error) []byte { return v.enc.AppendError(dst, err) }
+
+// Past maxEncoderIDs, encoders get no id and their cached frames are found by
+// comparing encoder values: equal values share a frame, different ones do
+// not. Below it, equal values share one id.
+func TestEncoderFramesByValue(t *testing.T) {
+	for _, numbered := range []bool{true, false} {
+		t.Run(fmt.Sprint("numbered=", numbered), func(t *testing.T) {
+			e := newEnv(t, Settings{})
+			if !numbered {
+				e.cache.encMu.Lock()
+				e.cache.encIDs = map[Encoder]uint32{}
+				for i := range maxEncoderIDs {
+					e.cache.encIDs[&testEncoder{}] = uint32(i + 1)
+				}
+				e.cache.encMu.Unlock()
+			}
+			shared, other := &testEncoder{}, &testEncoder{}
+			a := e.watch(WatchOptions{Encoder: valueEncoder{enc: shared, tag: "a"}})
+			b := e.watch(WatchOptions{Encoder: valueEncoder{enc: shared, tag: "a"}})
+			c := e.watch(WatchOptions{Encoder: valueEncoder{enc: other, tag: "c"}})
+			for _, r := range []*reader{a, b, c} {
+				if got := r.w.encID != 0; got != numbered {
+					t.Fatalf("encoder id %d, numbered %v", r.w.encID, numbered)
+				}
+			}
+			for i := range 5 {
+				e.put(testPrefix+"k", fmt.Sprint("v", i))
+			}
+			for _, r := range []*reader{a, b, c} {
+				for range 5 {
+					r.nextNonBookmark(t)
+				}
+			}
+			if shared.events.Load() != 5 || other.events.Load() != 5 {
+				t.Fatalf("encoded %d and %d times, want 5 each (equal encoders share frames)", shared.events.Load(), other.events.Load())
+			}
+		})
+	}
+}
