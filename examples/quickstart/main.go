@@ -178,10 +178,17 @@ func run() error {
 	if err := writeKubeconfig(kubeconfig, addr, creds); err != nil {
 		return err
 	}
-	// /metrics is served beside the API, to the same users.
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", authenticated(cfg, promhttp.HandlerFor(metrics, promhttp.HandlerOpts{})))
-	mux.Handle("/", api)
+	// /metrics is served beside the API, to the same users. One path
+	// comparison routes it: an http.ServeMux in front of the API (pattern
+	// matching, path cleaning) cost about 1% of a create's CPU.
+	metricsHandler := authenticated(cfg, promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
+	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			metricsHandler.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
 	// Request contexts end only when a graceful shutdown runs out of time.
 	base, abort := context.WithCancel(context.Background())
 	defer abort()
