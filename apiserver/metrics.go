@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +23,42 @@ type metrics struct {
 	longRunning     *prometheus.GaugeVec
 	storageDuration *prometheus.HistogramVec
 	storageObjects  *prometheus.GaugeVec
+
+	// The children every request uses, resolved once: a vector's
+	// WithLabelValues validates, hashes and looks up its labels under a
+	// lock each time, three times per request.
+	inflightReadOnly, inflightMutating prometheus.Gauge
+	storageOps                         map[storageOp]prometheus.Observer
+	perRequest                         sync.Map // requestLabels -> *requestMetrics
+}
+
+// storageOp is the label pair of kapi_storage_operation_duration_seconds.
+type storageOp struct{ op, result string }
+
+// requestLabels are the labels of a request's count and latency.
+type requestLabels struct {
+	verb, group, version, resource, subresource, scope string
+	code                                               int
+}
+
+// requestMetrics are the children of one label set.
+type requestMetrics struct {
+	count    prometheus.Counter
+	duration prometheus.Observer
+}
+
+// forRequest returns the children for l, resolving them on first use. The
+// cache holds no label set the vectors do not hold themselves.
+func (m *metrics) forRequest(l requestLabels) *requestMetrics {
+	if rm, ok := m.perRequest.Load(l); ok {
+		return rm.(*requestMetrics)
+	}
+	rm := &requestMetrics{
+		count:    m.requests.WithLabelValues(l.verb, l.group, l.version, l.resource, l.subresource, l.scope, "apiserver", strconv.Itoa(l.code)),
+		duration: m.requestDuration.WithLabelValues(l.verb, l.group, l.version, l.resource, l.subresource, l.scope, "apiserver"),
+	}
+	actual, _ := m.perRequest.LoadOrStore(l, rm)
+	return actual.(*requestMetrics)
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -58,6 +95,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			return nil, err
 		}
 	}
+	m.inflightReadOnly = m.inflight.WithLabelValues("readOnly")
+	m.inflightMutating = m.inflight.WithLabelValues("mutating")
+	m.storageOps = make(map[storageOp]prometheus.Observer)
+	for _, op := range []string{"get", "list", "create", "update", "delete"} {
+		for _, result := range []string{"ok", "error"} {
+			m.storageOps[storageOp{op, result}] = m.storageDuration.WithLabelValues(op, result)
+		}
+	}
 	return m, nil
 }
 
@@ -72,13 +117,12 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 			info, ctx = existing, r.Context()
 		}
 		long := s.isLongRunning(r)
-		kind := "readOnly"
-		switch r.Method {
-		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
-			kind = "mutating"
-		}
 		if !long {
-			g := m.inflight.WithLabelValues(kind)
+			g := m.inflightReadOnly
+			switch r.Method {
+			case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+				g = m.inflightMutating
+			}
 			g.Inc()
 			defer g.Dec()
 		}
@@ -109,9 +153,10 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 		if code == 0 {
 			code = http.StatusOK
 		}
-		m.requests.WithLabelValues(verb, group, version, resource, sub, scope, "apiserver", strconv.Itoa(code)).Inc()
+		rm := m.forRequest(requestLabels{verb, group, version, resource, sub, scope, code})
+		rm.count.Inc()
 		if !long {
-			m.requestDuration.WithLabelValues(verb, group, version, resource, sub, scope, "apiserver").Observe(time.Since(start).Seconds())
+			rm.duration.Observe(time.Since(start).Seconds())
 		}
 	})
 }
@@ -171,7 +216,11 @@ func (s instrumentedStore) observe(op string, start time.Time, err error) {
 	if err != nil {
 		result = "error"
 	}
-	s.m.storageDuration.WithLabelValues(op, result).Observe(time.Since(start).Seconds())
+	o, ok := s.m.storageOps[storageOp{op, result}]
+	if !ok {
+		o = s.m.storageDuration.WithLabelValues(op, result)
+	}
+	o.Observe(time.Since(start).Seconds())
 }
 
 func (s instrumentedStore) Get(ctx context.Context, key []byte, rev int64) (storage.KeyValue, error) {

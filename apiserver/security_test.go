@@ -459,6 +459,7 @@ func TestMetrics(t *testing.T) {
 	admin := bearer("admin-token")
 	do(t, ts, "POST", cmPath, `{"metadata":{"name":"m"}}`, admin...)
 	do(t, ts, "GET", cmPath+"/m", "", admin...)
+	do(t, ts, "GET", cmPath+"/m", "", admin...) // a second time: counted by the cached children too
 	do(t, ts, "GET", cmPath+"/missing", "", admin...)
 	do(t, ts, "GET", cmPath, "", bearer("nobody-token")...)
 	families, err := reg.Gather()
@@ -491,6 +492,16 @@ func TestMetrics(t *testing.T) {
 	} {
 		if got[key] < want {
 			t.Errorf("%s = %v, want at least %v", key, got[key], want)
+		}
+	}
+	// Exact counts where no other request shares the labels.
+	for key, want := range map[string]float64{
+		"apiserver_request_total,code=200,component=apiserver,group=,resource=configmaps,scope=resource,subresource=,verb=get,version=v1":   2,
+		"apiserver_request_duration_seconds,component=apiserver,group=,resource=configmaps,scope=resource,subresource=,verb=get,version=v1": 3, // 200 and 404
+		"apiserver_current_inflight_requests,request_kind=mutating":                                                                         0,
+	} {
+		if v, ok := got[key]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", key, v, ok, want)
 		}
 	}
 }
