@@ -147,3 +147,24 @@ func BenchmarkAppendJSONString2K(b *testing.B) {
 		buf = appendJSONString(buf[:0], s)
 	}
 }
+
+// TestMayNeedEscapeExact places every byte value at every position of a
+// word of safe bytes (including the neighbours of the escaped characters,
+// which the bit tricks must not confuse with them): the word must be
+// flagged exactly when the byte needs attention.
+func TestMayNeedEscapeExact(t *testing.T) {
+	needs := func(c byte) bool {
+		return c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&'
+	}
+	for _, bg := range []byte{'a', '=', '?', '#', '\'', '$', '%', ';', ']', '[', '^', '~', ' ', 0x7f} {
+		for pos := 0; pos < 8; pos++ {
+			for c := 0; c < 256; c++ {
+				w := bytes.Repeat([]byte{bg}, 8)
+				w[pos] = byte(c)
+				if got := mayNeedEscape(load8(string(w))); got != needs(byte(c)) {
+					t.Fatalf("mayNeedEscape(%q) = %v, want %v", w, got, needs(byte(c)))
+				}
+			}
+		}
+	}
+}
