@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,7 +64,11 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			if ok {
 				user = u
 				if !user.InGroup(auth.GroupAuthenticated) {
-					user.Groups = append(user.Groups, auth.GroupAuthenticated)
+					// A copy: the authenticator may share u (and the array
+					// behind its groups) between requests.
+					withGroup := *u
+					withGroup.Groups = append(slices.Clip(u.Groups), auth.GroupAuthenticated)
+					user = &withGroup
 				}
 			}
 		}

@@ -521,3 +521,39 @@ func TestApplyYAMLBomb(t *testing.T) {
 		t.Fatalf("YAML bomb apply: %d %.300s", r.code, r.body)
 	}
 }
+
+// An authenticator may hand every request the same *User (one it caches):
+// the server adds system:authenticated to its own copy, never to the shared
+// user or the array behind its groups (under -race, concurrent requests that
+// wrote to the shared user failed here).
+func TestAuthenticatedGroupLeavesSharedUserAlone(t *testing.T) {
+	groups := make([]string, 1, 4) // room to append in place
+	groups[0] = "developers"
+	shared := &auth.User{Name: "cached", Groups: groups}
+	ts := securedServer(t, nil, func(c *Config) {
+		c.Authenticator = auth.AuthenticatorFunc(func(*http.Request) (*auth.User, bool, error) { return shared, true, nil })
+		c.Authorizer = auth.AuthorizerFunc(func(_ context.Context, a auth.Attributes) (auth.Decision, string, error) {
+			if !a.User.InGroup(auth.GroupAuthenticated) || !a.User.InGroup("developers") {
+				return auth.Deny, "groups " + strings.Join(a.User.Groups, ","), nil
+			}
+			return auth.Allow, "", nil
+		})
+	})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				if r := do(t, ts, "GET", cmPath, ""); r.code != 200 {
+					t.Errorf("list: %d %s", r.code, r.body)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(shared.Groups) != 1 || groups[:2][1] != "" {
+		t.Fatalf("the shared user was changed: groups %q, backing array %q", shared.Groups, groups[:2])
+	}
+}
