@@ -67,14 +67,15 @@ func BenchmarkCreate(b *testing.B) {
 	api := benchServer(b)
 	var n atomic.Int64
 	b.SetParallelism(16)
-	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := meterCPU(b)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			i := n.Add(1)
 			serve(b, api, "POST", cmPath, fmt.Sprintf(`{"metadata":{"name":"cm-%d"},"data":{"v":%q}}`, i, benchValue), 201)
 		}
 	})
+	cpu.stop()
 }
 
 // BenchmarkGet measures gets of one 2 KiB configmap among 10,000.
