@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -305,11 +306,11 @@ func ValidateObjectMeta(md map[string]any, namespaced bool, nameRule func(string
 	}
 	v.timestamp("creationTimestamp")
 	v.timestamp("deletionTimestamp")
-	if labels, ok := v.stringMap("labels"); ok {
-		v.errs = append(v.errs, ValidateLabels(labels, path.Child("labels"))...)
+	if labels, ok := v.stringMap("labels"); ok && !labelsValid(labels) {
+		v.errs = append(v.errs, ValidateLabels(asStrings(labels), path.Child("labels"))...)
 	}
-	if ann, ok := v.stringMap("annotations"); ok {
-		v.errs = append(v.errs, ValidateAnnotations(ann, path.Child("annotations"))...)
+	if ann, ok := v.stringMap("annotations"); ok && !annotationsValid(ann) {
+		v.errs = append(v.errs, ValidateAnnotations(asStrings(ann), path.Child("annotations"))...)
 	}
 	if fin, ok := v.stringSlice("finalizers"); ok {
 		v.finalizers(fin)
@@ -404,13 +405,15 @@ func (v *metaValidator) timestamp(key string) {
 		v.add(typeError(v.path.Child(key), x, "string"))
 		return
 	}
-	var t Time
-	if err := t.UnmarshalJSON([]byte(`"` + s + `"`)); err != nil {
+	if _, err := time.Parse(TimeFormat, s); err != nil { // as Time.UnmarshalJSON reads a string
 		v.add(Invalid(v.path.Child(key), s, "must be an RFC 3339 date-time"))
 	}
 }
 
-func (v *metaValidator) stringMap(key string) (map[string]string, bool) {
+// stringMap returns the object at key when every value in it is a string;
+// otherwise it reports each non-string value (in key order) and returns
+// false.
+func (v *metaValidator) stringMap(key string) (map[string]any, bool) {
 	x, ok := v.field(key)
 	if !ok {
 		return nil, false
@@ -420,18 +423,57 @@ func (v *metaValidator) stringMap(key string) (map[string]string, bool) {
 		v.add(typeError(v.path.Child(key), x, "object"))
 		return nil, false
 	}
-	out := make(map[string]string, len(m))
-	valid := true
-	for _, k := range sortedStringKeys(m) {
-		s, isStr := m[k].(string)
-		if !isStr {
-			v.add(typeError(v.path.Child(key).Key(k), m[k], "string"))
-			valid = false
-			continue
+	allStrings := true
+	for _, e := range m {
+		if _, isStr := e.(string); !isStr {
+			allStrings = false
+			break
 		}
-		out[k] = s
 	}
-	return out, valid
+	if allStrings {
+		return m, true
+	}
+	for _, k := range sortedStringKeys(m) {
+		if _, isStr := m[k].(string); !isStr {
+			v.add(typeError(v.path.Child(key).Key(k), m[k], "string"))
+		}
+	}
+	return nil, false
+}
+
+// asStrings copies a map whose values are all strings (see stringMap).
+func asStrings(m map[string]any) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, e := range m {
+		out[k], _ = e.(string)
+	}
+	return out
+}
+
+// labelsValid reports whether ValidateLabels would find nothing wrong with
+// labels (whose values are strings), without its copy and sorting: the
+// common case. A false sends them through ValidateLabels for the errors.
+func labelsValid(labels map[string]any) bool {
+	for k, e := range labels {
+		val, _ := e.(string)
+		if IsQualifiedName(k) != nil || IsValidLabelValue(val) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// annotationsValid is labelsValid for ValidateAnnotations.
+func annotationsValid(annotations map[string]any) bool {
+	total := 0
+	for k, e := range annotations {
+		val, _ := e.(string)
+		if IsQualifiedName(strings.ToLower(k)) != nil {
+			return false
+		}
+		total += len(k) + len(val)
+	}
+	return total <= TotalAnnotationSizeLimit
 }
 
 func (v *metaValidator) stringSlice(key string) ([]string, bool) {
@@ -497,55 +539,64 @@ func (v *metaValidator) finalizers(fin []string) {
 	}
 }
 
-// entry checks the types of the fields of one entry of a list of objects,
-// returning its string fields.
-func (v *metaValidator) entry(p *Path, m map[string]any, strs []string, bools []string) (map[string]string, bool) {
-	out := make(map[string]string, len(strs))
+// entry checks the types of the fields of one entry of a list of objects:
+// out[i] is set to the string field strs[i] ("" when absent). p is the
+// entry's path, built only for an error.
+func (v *metaValidator) entry(p func() *Path, m map[string]any, strs []string, out []string, bools []string) bool {
 	valid := true
-	for _, k := range strs {
+	for i, k := range strs {
 		x, ok := m[k]
 		if !ok || x == nil {
 			continue
 		}
 		s, isStr := x.(string)
 		if !isStr {
-			v.add(typeError(p.Child(k), x, "string"))
+			v.add(typeError(p().Child(k), x, "string"))
 			valid = false
 			continue
 		}
-		out[k] = s
+		out[i] = s
 	}
 	for _, k := range bools {
 		if x, ok := m[k]; ok && x != nil {
 			if _, isBool := x.(bool); !isBool {
-				v.add(typeError(p.Child(k), x, "boolean"))
+				v.add(typeError(p().Child(k), x, "boolean"))
 				valid = false
 			}
 		}
 	}
-	return out, valid
+	return valid
 }
+
+// The string and boolean fields of an owner reference and of a
+// managedFields entry, in the order entry fills them.
+var (
+	ownerRefStrings      = []string{"apiVersion", "kind", "name", "uid"}
+	ownerRefBools        = []string{"controller", "blockOwnerDeletion"}
+	managedFieldsStrings = []string{"manager", "operation", "apiVersion", "fieldsType", "subresource", "time"}
+)
 
 func (v *metaValidator) ownerReferences(refs []map[string]any) {
 	base := v.path.Child("ownerReferences")
 	firstController := ""
 	for i, ref := range refs {
 		p := base.Index(i)
-		f, ok := v.entry(p, ref, []string{"apiVersion", "kind", "name", "uid"}, []string{"controller", "blockOwnerDeletion"})
-		if !ok {
+		var f [4]string // ownerRefStrings
+		if !v.entry(func() *Path { return p }, ref, ownerRefStrings, f[:], ownerRefBools) {
 			continue
 		}
-		gv, ok := ParseGroupVersion(f["apiVersion"])
+		apiVersion, kind, name := f[0], f[1], f[2]
+		gv, ok := ParseGroupVersion(apiVersion)
 		if !ok || gv.Version == "" {
-			v.add(Invalid(p.Child("apiVersion"), f["apiVersion"], "version must not be empty"))
+			v.add(Invalid(p.Child("apiVersion"), apiVersion, "version must not be empty"))
 		}
-		for _, k := range []string{"kind", "name", "uid"} {
-			if f[k] == "" {
-				v.add(Invalid(p.Child(k), f[k], "must not be empty"))
+		for j, k := range ownerRefStrings[1:] {
+			if f[j+1] == "" {
+				v.add(Invalid(p.Child(k), f[j+1], "must not be empty"))
 			}
 		}
 		if c, _ := ref["controller"].(bool); c {
-			cur := f["kind"] + "/" + f["name"]
+			cur := kind + "/" + name
 			if firstController != "" {
 				v.add(Invalid(base, fmt.Sprintf("%s and %s", firstController, cur),
 					fmt.Sprintf("Only one reference can have Controller set to true. Found \"true\" in references for %s and %s", firstController, cur)))
@@ -557,29 +608,31 @@ func (v *metaValidator) ownerReferences(refs []map[string]any) {
 }
 
 func (v *metaValidator) managedFields(entries []map[string]any) {
-	base := v.path.Child("managedFields")
+	// Paths are built only for errors: every create and update validates
+	// the entries the server itself wrote.
 	for i, e := range entries {
-		p := base.Index(i)
-		f, ok := v.entry(p, e, []string{"manager", "operation", "apiVersion", "fieldsType", "subresource", "time"}, nil)
-		if !ok {
+		p := func() *Path { return v.path.Child("managedFields").Index(i) }
+		var f [6]string // managedFieldsStrings
+		if !v.entry(p, e, managedFieldsStrings, f[:], nil) {
 			continue
 		}
-		switch f["operation"] {
+		manager, operation, fieldsType := f[0], f[1], f[3]
+		switch operation {
 		case managedFieldsApply, managedFieldsUpdate:
 		default:
-			v.add(Invalid(p.Child("operation"), f["operation"], "must be `Apply` or `Update`"))
+			v.add(Invalid(p().Child("operation"), operation, "must be `Apply` or `Update`"))
 		}
-		if ft := f["fieldsType"]; ft != "" && ft != managedFieldsTypeV1 {
-			v.add(Invalid(p.Child("fieldsType"), ft, "must be `FieldsV1`"))
+		if fieldsType != "" && fieldsType != managedFieldsTypeV1 {
+			v.add(Invalid(p().Child("fieldsType"), fieldsType, "must be `FieldsV1`"))
 		}
-		if m := f["manager"]; len(m) > FieldManagerMaxLength {
-			v.add(TooLong(p.Child("manager"), m, FieldManagerMaxLength))
-		} else if strings.IndexFunc(m, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
-			v.add(Invalid(p.Child("manager"), m, "must only contain printable characters"))
+		if len(manager) > FieldManagerMaxLength {
+			v.add(TooLong(p().Child("manager"), manager, FieldManagerMaxLength))
+		} else if strings.IndexFunc(manager, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+			v.add(Invalid(p().Child("manager"), manager, "must only contain printable characters"))
 		}
 		if x, ok := e["fieldsV1"]; ok && x != nil {
 			if _, isMap := x.(map[string]any); !isMap {
-				v.add(typeError(p.Child("fieldsV1"), x, "object"))
+				v.add(typeError(p().Child("fieldsV1"), x, "object"))
 			}
 		}
 	}

@@ -254,4 +254,14 @@ func TestValidateAnnotationsSize(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("over the limit: %q", got)
 	}
+	// The same through ValidateObjectMeta, whose check of valid metadata
+	// takes a shorter path.
+	md := map[string]any{"name": "a", "annotations": map[string]any{"a": strings.Repeat("x", TotalAnnotationSizeLimit-1)}}
+	if errs := ValidateObjectMeta(md, false, nil, NewPath("metadata")); errs != nil {
+		t.Errorf("object at the limit: %v", errs)
+	}
+	md["annotations"].(map[string]any)["b"] = ""
+	if got := errStrings(ValidateObjectMeta(md, false, nil, NewPath("metadata"))); !reflect.DeepEqual(got, want) {
+		t.Errorf("object over the limit: %q", got)
+	}
 }
