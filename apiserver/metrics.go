@@ -6,10 +6,12 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/storage"
 )
 
@@ -30,22 +32,31 @@ type metrics struct {
 	inflightReadOnly, inflightMutating prometheus.Gauge
 	storageOps                         map[storageOp]prometheus.Observer
 	perRequest                         sync.Map // requestLabels -> *requestMetrics
+	cached                             atomic.Int64
 }
 
 // storageOp is the label pair of kapi_storage_operation_duration_seconds.
 type storageOp struct{ op, result string }
 
-// requestLabels are the labels of a request's count and latency.
+// requestLabels are the labels of a request's count and latency, and
+// whether it is long-running (whose latency is not recorded).
 type requestLabels struct {
 	verb, group, version, resource, subresource, scope string
 	code                                               int
+	long                                               bool
 }
 
-// requestMetrics are the children of one label set.
+// requestMetrics are the children of one label set; duration is nil for a
+// long-running request.
 type requestMetrics struct {
 	count    prometheus.Counter
 	duration prometheus.Observer
 }
+
+// maxCachedLabelSets bounds the children cache. The label sets are bounded
+// (see Server.requestLabels), but by the registered resources, the codes
+// and the verbs; past this many the vectors are asked directly.
+const maxCachedLabelSets = 4096
 
 // forRequest returns the children for l, resolving them on first use. The
 // cache holds no label set the vectors do not hold themselves.
@@ -54,10 +65,18 @@ func (m *metrics) forRequest(l requestLabels) *requestMetrics {
 		return rm.(*requestMetrics)
 	}
 	rm := &requestMetrics{
-		count:    m.requests.WithLabelValues(l.verb, l.group, l.version, l.resource, l.subresource, l.scope, "apiserver", strconv.Itoa(l.code)),
-		duration: m.requestDuration.WithLabelValues(l.verb, l.group, l.version, l.resource, l.subresource, l.scope, "apiserver"),
+		count: m.requests.WithLabelValues(l.verb, l.group, l.version, l.resource, l.subresource, l.scope, "apiserver", strconv.Itoa(l.code)),
 	}
-	actual, _ := m.perRequest.LoadOrStore(l, rm)
+	if !l.long {
+		rm.duration = m.requestDuration.WithLabelValues(l.verb, l.group, l.version, l.resource, l.subresource, l.scope, "apiserver")
+	}
+	if m.cached.Load() >= maxCachedLabelSets {
+		return rm
+	}
+	actual, loaded := m.perRequest.LoadOrStore(l, rm)
+	if !loaded {
+		m.cached.Add(1)
+	}
 	return actual.(*requestMetrics)
 }
 
@@ -145,20 +164,48 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 			})
 		}
 		next.ServeHTTP(rec, r.WithContext(ctx))
-		verb, group, version, resource, sub, scope := info.Verb, info.Group, info.Version, info.Resource, info.Subresource, scopeOf(*info)
-		if verb == "" {
-			verb, scope = r.Method, ""
-		}
 		code := rec.code
 		if code == 0 {
 			code = http.StatusOK
 		}
-		rm := m.forRequest(requestLabels{verb, group, version, resource, sub, scope, code})
+		rm := m.forRequest(s.requestLabels(r, info, code, long))
 		rm.count.Inc()
-		if !long {
+		if rm.duration != nil {
 			rm.duration.Observe(time.Since(start).Seconds())
 		}
 	})
+}
+
+// requestLabels are the labels a request is counted under. Clients choose
+// the URL and the method, so that the label sets stay bounded: a method
+// other than HTTP's standard ones is "other" (as kube-apiserver counts
+// unknown verbs), a resource that is not registered is left out, and so is
+// the subresource of a request answered 404.
+func (s *Server) requestLabels(r *http.Request, info *requestInfo, code int, long bool) requestLabels {
+	l := requestLabels{verb: info.Verb, group: info.Group, version: info.Version, resource: info.Resource,
+		subresource: info.Subresource, scope: scopeOf(*info), code: code, long: long}
+	if l.verb == "" {
+		l.verb, l.scope = standardMethod(r.Method), ""
+	}
+	if l.resource != "" {
+		if _, ok := s.reg.Store(meta.GroupVersionResource{Group: l.group, Version: l.version, Resource: l.resource}); !ok {
+			l.group, l.version, l.resource, l.subresource, l.scope = "", "", "", "", ""
+		}
+	}
+	if code == http.StatusNotFound {
+		l.subresource = ""
+	}
+	return l
+}
+
+// standardMethod is method when it is one of HTTP's, else "other".
+func standardMethod(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return method
+	}
+	return "other"
 }
 
 type longRunningKey struct{}

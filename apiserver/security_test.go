@@ -462,6 +462,15 @@ func TestMetrics(t *testing.T) {
 	do(t, ts, "GET", cmPath+"/m", "", admin...) // a second time: counted by the cached children too
 	do(t, ts, "GET", cmPath+"/missing", "", admin...)
 	do(t, ts, "GET", cmPath, "", bearer("nobody-token")...)
+	// Label values the client chooses stay bounded: a method that is not
+	// HTTP's, a resource that is not registered, the subresource of a 404.
+	do(t, ts, "BREW", "/api", "", admin...)
+	do(t, ts, "GET", "/api/v1/namespaces/default/teapots", "", admin...)
+	do(t, ts, "GET", cmPath+"/m/teacup", "", admin...)
+	// A watch is counted, its latency is not recorded.
+	if r := do(t, ts, "GET", cmPath+"?watch=1&timeoutSeconds=1", "", admin...); r.code != 200 {
+		t.Fatalf("watch: %d %s", r.code, r.body)
+	}
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -494,11 +503,22 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s = %v, want at least %v", key, got[key], want)
 		}
 	}
+	for key := range got {
+		for _, bad := range []string{"BREW", "teapots", "teacup", "apiserver_request_duration_seconds,component=apiserver,group=,resource=configmaps,scope=namespace,subresource=,verb=watch"} {
+			if strings.Contains(key, bad) {
+				t.Errorf("unexpected series %s", key)
+			}
+		}
+	}
 	// Exact counts where no other request shares the labels.
 	for key, want := range map[string]float64{
-		"apiserver_request_total,code=200,component=apiserver,group=,resource=configmaps,scope=resource,subresource=,verb=get,version=v1":   2,
-		"apiserver_request_duration_seconds,component=apiserver,group=,resource=configmaps,scope=resource,subresource=,verb=get,version=v1": 3, // 200 and 404
-		"apiserver_current_inflight_requests,request_kind=mutating":                                                                         0,
+		"apiserver_request_total,code=200,component=apiserver,group=,resource=configmaps,scope=resource,subresource=,verb=get,version=v1":    2,
+		"apiserver_request_duration_seconds,component=apiserver,group=,resource=configmaps,scope=resource,subresource=,verb=get,version=v1":  4, // two 200s and the two 404s
+		"apiserver_current_inflight_requests,request_kind=mutating":                                                                          0,
+		"apiserver_request_total,code=405,component=apiserver,group=,resource=,scope=,subresource=,verb=other,version=":                      1,
+		"apiserver_request_total,code=404,component=apiserver,group=,resource=,scope=,subresource=,verb=list,version=":                       1,
+		"apiserver_request_total,code=404,component=apiserver,group=,resource=configmaps,scope=resource,subresource=,verb=get,version=v1":    2, // the missing object and the teacup subresource
+		"apiserver_request_total,code=200,component=apiserver,group=,resource=configmaps,scope=namespace,subresource=,verb=watch,version=v1": 1,
 	} {
 		if v, ok := got[key]; !ok || v != want {
 			t.Errorf("%s = %v (present %v), want %v", key, v, ok, want)
@@ -545,8 +565,14 @@ func TestAuthenticatedGroupLeavesSharedUserAlone(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 20 {
-				if r := do(t, ts, "GET", cmPath, ""); r.code != 200 {
-					t.Errorf("list: %d %s", r.code, r.body)
+				resp, err := ts.Client().Get(ts.URL + cmPath)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					t.Errorf("list: %d", resp.StatusCode)
 					return
 				}
 			}
