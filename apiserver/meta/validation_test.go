@@ -265,3 +265,27 @@ func TestValidateAnnotationsSize(t *testing.T) {
 		t.Errorf("object over the limit: %q", got)
 	}
 }
+
+// TestValidateObjectMetaLabelsAsValidateLabels: ValidateObjectMeta checks
+// valid labels and annotations without ValidateLabels and
+// ValidateAnnotations; for keys and values just inside and just outside
+// their limits it must report exactly what they report.
+func TestValidateObjectMetaLabelsAsValidateLabels(t *testing.T) {
+	keys := []string{"a", "A", "-a", "a-", "example.com/a", "Example.com/a", "example.com/", "/a", strings.Repeat("k", 63), strings.Repeat("k", 64),
+		strings.Repeat("d", 253) + "/a", strings.Repeat("d", 254) + "/a", "a b", "a.b_c-d"}
+	values := []string{"", "v", "-v", "v-", "v.v_v-v", strings.Repeat("v", 63), strings.Repeat("v", 64), "v v"}
+	for _, k := range keys {
+		for _, v := range values {
+			labels, md := map[string]string{k: v, "ok": "ok"}, map[string]any{"name": "a", "labels": map[string]any{k: v, "ok": "ok"}}
+			want := errStrings(ValidateLabels(labels, NewPath("metadata", "labels")))
+			if got := errStrings(ValidateObjectMeta(md, false, nil, NewPath("metadata"))); !reflect.DeepEqual(got, want) {
+				t.Errorf("labels %q: %q, ValidateLabels %q", labels, got, want)
+			}
+			ann, md := map[string]string{k: v}, map[string]any{"name": "a", "annotations": map[string]any{k: v}}
+			want = errStrings(ValidateAnnotations(ann, NewPath("metadata", "annotations")))
+			if got := errStrings(ValidateObjectMeta(md, false, nil, NewPath("metadata"))); !reflect.DeepEqual(got, want) {
+				t.Errorf("annotations %q: %q, ValidateAnnotations %q", ann, got, want)
+			}
+		}
+	}
+}
