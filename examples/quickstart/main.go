@@ -180,7 +180,9 @@ func run() error {
 	}
 	// /metrics is served beside the API, to the same users. One path
 	// comparison routes it: an http.ServeMux in front of the API (pattern
-	// matching, path cleaning) cost about 1% of a create's CPU.
+	// matching, path cleaning) cost about 0.7% of a create's CPU. Paths that
+	// are not clean (//metrics, a/../b) reach the API as they are and get its
+	// 404 instead of ServeMux's redirect.
 	metricsHandler := authenticated(cfg, promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
 	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" {
