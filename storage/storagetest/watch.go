@@ -19,6 +19,7 @@ var watchTests = []test{
 	{name: "WatchProgress", fn: testWatchProgress},
 	{name: "WatchProgressNeverAhead", fn: testWatchProgressNeverAhead},
 	{name: "WatchProgressRequested", fn: testWatchProgressRequested},
+	{name: "WatchProgressRequestedAtOnce", fn: testWatchProgressRequestedAtOnce},
 }
 
 func testWatchLive(t *testing.T, s *suite) {
@@ -260,6 +261,57 @@ func testWatchProgressRequested(t *testing.T, s *suite) {
 				t.Fatalf("round %d: no progress at revision >= %d within %v of RequestProgress", round, other, s.cfg.timeout)
 			}
 		}
+	}
+}
+
+// testWatchProgressRequestedAtOnce asks for progress the moment a watch is
+// open, before the store may have set it up (etcd drops a progress request
+// that reaches it before the watch is registered on its stream; the store
+// must ask again): with a progress interval far longer than the test, the
+// progress event must still come, every time.
+func testWatchProgressRequestedAtOnce(t *testing.T, s *suite) {
+	st := s.open(t)
+	pr, ok := st.(storage.ProgressRequester)
+	if !ok {
+		t.Skip("the store does not implement storage.ProgressRequester")
+	}
+	for round := range 10 {
+		other := create(t, st, fmt.Sprintf("rox/k%d", round), "y")
+		// From just before the write under the other prefix, so that the
+		// store has something to catch up to: etcd's progress report is
+		// the way to learn that the watch's prefix had no change in it.
+		ctx, cancel := context.WithCancel(t.Context())
+		ch, err := st.Watch(ctx, storage.WatchOptions{Prefix: []byte("ro/"), FromRevision: other - 1, ProgressInterval: time.Hour})
+		if err != nil {
+			cancel()
+			t.Fatalf("Watch: %v", err)
+		}
+		if err := pr.RequestProgress(ctx); err != nil {
+			cancel()
+			t.Fatalf("RequestProgress: %v", err)
+		}
+		deadline := time.After(s.cfg.timeout)
+	wait:
+		for {
+			select {
+			case ev, ok := <-ch:
+				if !ok {
+					cancel()
+					t.Fatal("watch closed")
+				}
+				if ev.Type != storage.EventProgress {
+					cancel()
+					t.Fatalf("round %d: unexpected event %s", round, fmtEvent(ev))
+				}
+				if ev.Revision >= other {
+					break wait
+				}
+			case <-deadline:
+				cancel()
+				t.Fatalf("round %d: no progress at revision >= %d within %v of RequestProgress", round, other, s.cfg.timeout)
+			}
+		}
+		cancel()
 	}
 }
 
