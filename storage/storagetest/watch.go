@@ -280,38 +280,22 @@ func testWatchProgressRequestedAtOnce(t *testing.T, s *suite) {
 		// From just before the write under the other prefix, so that the
 		// store has something to catch up to: etcd's progress report is
 		// the way to learn that the watch's prefix had no change in it.
-		ctx, cancel := context.WithCancel(t.Context())
-		ch, err := st.Watch(ctx, storage.WatchOptions{Prefix: []byte("ro/"), FromRevision: other - 1, ProgressInterval: time.Hour})
-		if err != nil {
-			cancel()
-			t.Fatalf("Watch: %v", err)
-		}
-		if err := pr.RequestProgress(ctx); err != nil {
-			cancel()
+		ch := watch(t, st, storage.WatchOptions{Prefix: []byte("ro/"), FromRevision: other - 1, ProgressInterval: time.Hour})
+		if err := pr.RequestProgress(t.Context()); err != nil {
 			t.Fatalf("RequestProgress: %v", err)
 		}
 		deadline := time.After(s.cfg.timeout)
-	wait:
-		for {
+		for reported := int64(0); reported < other; {
 			select {
 			case ev, ok := <-ch:
-				if !ok {
-					cancel()
-					t.Fatal("watch closed")
+				if !ok || ev.Type != storage.EventProgress {
+					t.Fatalf("round %d: got %s (channel open %v), want only progress events", round, fmtEvent(ev), ok)
 				}
-				if ev.Type != storage.EventProgress {
-					cancel()
-					t.Fatalf("round %d: unexpected event %s", round, fmtEvent(ev))
-				}
-				if ev.Revision >= other {
-					break wait
-				}
+				reported = ev.Revision
 			case <-deadline:
-				cancel()
 				t.Fatalf("round %d: no progress at revision >= %d within %v of RequestProgress", round, other, s.cfg.timeout)
 			}
 		}
-		cancel()
 	}
 }
 
