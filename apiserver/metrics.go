@@ -177,10 +177,10 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 }
 
 // requestLabels are the labels a request is counted under. Clients choose
-// the URL and the method, so that the label sets stay bounded: a method
-// other than HTTP's standard ones is "other" (as kube-apiserver counts
-// unknown verbs), a resource that is not registered is left out, and so is
-// the subresource of a request answered 404.
+// the URL and the method; to keep the label sets bounded, a method other
+// than HTTP's standard ones is "other" (as kube-apiserver counts unknown
+// verbs), a resource that is not registered is left out, and so is the
+// subresource of a request answered 404.
 func (s *Server) requestLabels(r *http.Request, info *requestInfo, code int, long bool) requestLabels {
 	l := requestLabels{verb: info.Verb, group: info.Group, version: info.Version, resource: info.Resource,
 		subresource: info.Subresource, scope: scopeOf(*info), code: code, long: long}

@@ -184,7 +184,7 @@ func run() error {
 	// are not clean (//metrics, a/../b) reach the API as they are and get its
 	// 404 instead of ServeMux's redirect.
 	metricsHandler := authenticated(cfg, promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
-	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" {
 			metricsHandler.ServeHTTP(w, r)
 			return
@@ -194,7 +194,7 @@ func run() error {
 	// Request contexts end only when a graceful shutdown runs out of time.
 	base, abort := context.WithCancel(context.Background())
 	defer abort()
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return base }}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return base }}
 	// Shutdown ends open watches (clients watch again, elsewhere or after
 	// the restart); it waits for other requests.
 	srv.RegisterOnShutdown(api.EndWatches)
