@@ -162,16 +162,15 @@ func watchError(err error, gr meta.GroupResource) *meta.StatusError {
 // watchCacheHolder holds a Store's watch cache, created on first use and
 // stopped when the Store stops being served.
 type watchCacheHolder struct {
-	mu      sync.Mutex
-	c       *watch.Cache
-	cur     atomic.Pointer[watch.Cache] // c, for readers that do not take mu
+	c       atomic.Pointer[watch.Cache] // read without mu
+	mu      sync.Mutex                  // serialises starting and stopping
 	stopped bool
 }
 
 // watchCache returns the type's watch cache, starting it on first use.
 func (s *Store) watchCache() (*watch.Cache, error) {
 	h := &s.watch
-	if c := h.cur.Load(); c != nil {
+	if c := h.c.Load(); c != nil {
 		return c, nil
 	}
 	h.mu.Lock()
@@ -179,21 +178,21 @@ func (s *Store) watchCache() (*watch.Cache, error) {
 	if h.stopped {
 		return nil, watch.ErrStopped
 	}
-	if h.c == nil {
-		c, err := watch.New(watch.Config{
-			Settings: s.reg.cfg.Watch,
-			Storage:  s.reg.cfg.Storage,
-			Prefix:   s.prefix,
-			Attrs:    s.objectAttrs,
-			Logger:   s.reg.cfg.Logger.With("resource", s.res.GroupResource().String()),
-		})
-		if err != nil {
-			return nil, err
-		}
-		h.c = c
-		h.cur.Store(c)
+	if c := h.c.Load(); c != nil {
+		return c, nil // started while this call waited for mu
 	}
-	return h.c, nil
+	c, err := watch.New(watch.Config{
+		Settings: s.reg.cfg.Watch,
+		Storage:  s.reg.cfg.Storage,
+		Prefix:   s.prefix,
+		Attrs:    s.objectAttrs,
+		Logger:   s.reg.cfg.Logger.With("resource", s.res.GroupResource().String()),
+	})
+	if err != nil {
+		return nil, err
+	}
+	h.c.Store(c)
+	return c, nil
 }
 
 // stopWatchCache stops the type's watch cache for good, ending its watches
@@ -201,9 +200,8 @@ func (s *Store) watchCache() (*watch.Cache, error) {
 func (s *Store) stopWatchCache() {
 	h := &s.watch
 	h.mu.Lock()
-	c := h.c
-	h.c, h.stopped = nil, true
-	h.cur.Store(nil)
+	c := h.c.Swap(nil)
+	h.stopped = true
 	h.mu.Unlock()
 	if c != nil {
 		c.Stop()
@@ -318,10 +316,7 @@ func (s *Store) getFromCache(ctx context.Context, ns, name string) (_ []byte, ok
 // WatchCacheStats returns the figures of the type's watch cache; ok is false
 // when the cache has not started.
 func (s *Store) WatchCacheStats() (_ watch.Stats, ok bool) {
-	h := &s.watch
-	h.mu.Lock()
-	c := h.c
-	h.mu.Unlock()
+	c := s.watch.c.Load()
 	if c == nil {
 		return watch.Stats{}, false
 	}
