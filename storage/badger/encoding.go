@@ -97,11 +97,10 @@ const (
 const dataHeaderRoom = 1 + 2*binary.MaxVarintLen64
 
 // encodeData returns the data key's value and the chunks (parts 1..n-1) of
-// the value buf[room:]. When room holds the header (dataHeaderRoom always
-// does), the header is written into buf just before the value and the data
-// value aliases buf; otherwise it is a new slice. The parts alias the value.
-func encodeData(createRev int64, buf []byte, room int) (data []byte, chunks [][]byte) {
-	value := buf[room:]
+// the value buf[dataHeaderRoom:]. The header is written into the room just
+// before the value, so the data value aliases buf; so do the chunks.
+func encodeData(createRev int64, buf []byte) (data []byte, chunks [][]byte) {
+	value := buf[dataHeaderRoom:]
 	var hdr [dataHeaderRoom]byte
 	h := hdr[:0]
 	n := 1
@@ -114,14 +113,9 @@ func encodeData(createRev int64, buf []byte, room int) (data []byte, chunks [][]
 		h = binary.AppendUvarint(h, uint64(createRev))
 		h = binary.AppendUvarint(h, uint64(n))
 	}
-	first := value[:min(len(value), chunkSize)]
-	if len(h) <= room {
-		start, end := room-len(h), room+len(first)
-		copy(buf[start:room], h)
-		data = buf[start:end:end]
-	} else {
-		data = append(append(make([]byte, 0, len(h)+len(first)), h...), first...)
-	}
+	start, end := dataHeaderRoom-len(h), dataHeaderRoom+min(len(value), chunkSize)
+	copy(buf[start:dataHeaderRoom], h)
+	data = buf[start:end:end]
 	for i := 1; i < n; i++ {
 		chunks = append(chunks, value[i*chunkSize:min((i+1)*chunkSize, len(value))])
 	}

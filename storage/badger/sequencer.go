@@ -37,8 +37,7 @@ type writeReq struct {
 	ctx      context.Context
 	op       opKind
 	key      []byte
-	value    []byte // buf[dataHeaderRoom:]
-	buf      []byte // the value with room for the data header in front
+	buf      []byte // a put's value, after dataHeaderRoom bytes of room for the data header
 	expected int64
 	done     chan writeResult // buffered, receives exactly one result
 }
@@ -100,7 +99,6 @@ func (s *Store) write(ctx context.Context, op opKind, key, value []byte, expecte
 		// (encodeData): the stored data value and the event share it.
 		req.buf = make([]byte, dataHeaderRoom+len(value))
 		copy(req.buf[dataHeaderRoom:], value)
-		req.value = req.buf[dataHeaderRoom:]
 	}
 	select {
 	case s.queue <- req:
@@ -338,7 +336,8 @@ func (s *Store) prepare(req *writeReq, st keyState, rev int64) (*bdb.Txn, keySta
 			createRev = st.createRev
 		}
 		le.op, le.prevRev, le.createRev = logPut, st.modRev, createRev
-		data, chunks := encodeData(createRev, req.buf, dataHeaderRoom)
+		value := req.buf[dataHeaderRoom:]
+		data, chunks := encodeData(createRev, req.buf)
 		err = txn.SetEntry(bdb.NewEntry(dk, data))
 		for i, c := range chunks {
 			if err == nil {
@@ -348,8 +347,8 @@ func (s *Store) prepare(req *writeReq, st keyState, rev int64) (*bdb.Txn, keySta
 		for i := len(chunks) + 1; i < st.parts && err == nil; i++ {
 			err = txn.Delete(chunkKey(req.key, i))
 		}
-		ns = keyState{exists: true, modRev: rev, createRev: createRev, parts: len(chunks) + 1, value: req.value}
-		ev = storage.Event{Type: storage.EventPut, Key: req.key, Value: req.value,
+		ns = keyState{exists: true, modRev: rev, createRev: createRev, parts: len(chunks) + 1, value: value}
+		ev = storage.Event{Type: storage.EventPut, Key: req.key, Value: value,
 			Revision: rev, PrevRevision: st.modRev, CreateRevision: createRev}
 		if st.exists {
 			ev.PrevValue = st.value
