@@ -457,10 +457,37 @@ type Snapshot struct {
 	used      atomic.Int64  // unix nanoseconds of the last use, for Retain
 }
 
+// snapshotMemo holds what lists computed once per state (Memo, Under).
 type snapshotMemo struct {
 	mu    sync.Mutex
 	m     map[any]int
 	under map[string][]*Object // Under's answers, by prefix
+}
+
+// memoized returns m[key], computing it with f and storing it on first use
+// (under mu, but not while f runs: concurrent first calls may each compute
+// it, and the first to store wins, so every caller sees one value).
+func memoized[K comparable, V any](mu *sync.Mutex, m *map[K]V, key K, f func() (V, error)) (V, error) {
+	mu.Lock()
+	v, ok := (*m)[key]
+	mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	v, err := f()
+	if err != nil {
+		return v, err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if prev, ok := (*m)[key]; ok {
+		return prev, nil
+	}
+	if *m == nil {
+		*m = map[K]V{}
+	}
+	(*m)[key] = v
+	return v, nil
 }
 
 // Memo returns what f computes for key, computing it at most once per
@@ -469,24 +496,7 @@ type snapshotMemo struct {
 // encodings, that every list of the same state can reuse. key must say
 // everything f depends on besides the objects.
 func (sn *Snapshot) Memo(key any, f func() (int, error)) (int, error) {
-	m := sn.memo
-	m.mu.Lock()
-	v, ok := m.m[key]
-	m.mu.Unlock()
-	if ok {
-		return v, nil
-	}
-	v, err := f()
-	if err != nil {
-		return 0, err
-	}
-	m.mu.Lock()
-	if m.m == nil {
-		m.m = map[any]int{}
-	}
-	m.m[key] = v
-	m.mu.Unlock()
-	return v, nil
+	return memoized(&sn.memo.mu, &sn.memo.m, key, f)
 }
 
 func (sn *Snapshot) covers(rev int64) bool { return sn.from <= rev && rev <= sn.rev }
@@ -501,30 +511,17 @@ func (sn *Snapshot) Revision() int64 { return sn.rev }
 // one): do not modify it. It costs the size of the answer, not of the state:
 // a namespace's list reads only that namespace.
 func (sn *Snapshot) Under(prefix []byte) []*Object {
-	m := sn.memo
-	m.mu.Lock()
-	objs, ok := m.under[string(prefix)]
-	m.mu.Unlock()
-	if ok {
-		return objs
-	}
-	sn.tree.AscendGreaterOrEqual(&Object{Key: prefix}, func(o *Object) bool {
-		if !bytes.HasPrefix(o.Key, prefix) {
-			return false
-		}
-		objs = append(objs, o)
-		return true
+	objs, _ := memoized(&sn.memo.mu, &sn.memo.under, string(prefix), func() ([]*Object, error) {
+		var objs []*Object
+		sn.tree.AscendGreaterOrEqual(&Object{Key: prefix}, func(o *Object) bool {
+			if !bytes.HasPrefix(o.Key, prefix) {
+				return false
+			}
+			objs = append(objs, o)
+			return true
+		})
+		return objs[:len(objs):len(objs)], nil
 	})
-	objs = objs[:len(objs):len(objs)]
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if prev, ok := m.under[string(prefix)]; ok {
-		return prev // a concurrent first call won: keep one slice per prefix
-	}
-	if m.under == nil {
-		m.under = map[string][]*Object{}
-	}
-	m.under[string(prefix)] = objs
 	return objs
 }
 
