@@ -11,7 +11,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/storage"
 )
 
@@ -54,7 +53,7 @@ type requestMetrics struct {
 }
 
 // maxCachedLabelSets bounds the children cache. The label sets are bounded
-// (see Server.requestLabels), but by the registered resources, the codes
+// (see labelsOf), but by the registered resources, the codes
 // and the verbs; past this many the vectors are asked directly.
 const maxCachedLabelSets = 4096
 
@@ -168,7 +167,7 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 		if code == 0 {
 			code = http.StatusOK
 		}
-		rm := m.forRequest(s.requestLabels(r, info, code, long))
+		rm := m.forRequest(labelsOf(r, info, code, long))
 		rm.count.Inc()
 		if rm.duration != nil {
 			rm.duration.Observe(time.Since(start).Seconds())
@@ -176,21 +175,19 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 	})
 }
 
-// requestLabels are the labels a request is counted under. Clients choose
+// labelsOf returns the labels a request is counted under. Clients choose
 // the URL and the method; to keep the label sets bounded, a method other
 // than HTTP's standard ones is "other" (as kube-apiserver counts unknown
 // verbs), a resource that is not registered is left out, and so is the
 // subresource of a request answered 404.
-func (s *Server) requestLabels(r *http.Request, info *requestInfo, code int, long bool) requestLabels {
+func labelsOf(r *http.Request, info *requestInfo, code int, long bool) requestLabels {
 	l := requestLabels{verb: info.Verb, group: info.Group, version: info.Version, resource: info.Resource,
 		subresource: info.Subresource, scope: scopeOf(*info), code: code, long: long}
 	if l.verb == "" {
 		l.verb, l.scope = standardMethod(r.Method), ""
 	}
-	if l.resource != "" {
-		if _, ok := s.reg.Store(meta.GroupVersionResource{Group: l.group, Version: l.version, Resource: l.resource}); !ok {
-			l.group, l.version, l.resource, l.subresource, l.scope = "", "", "", "", ""
-		}
+	if l.resource != "" && !info.registered {
+		l.group, l.version, l.resource, l.subresource, l.scope = "", "", "", "", ""
 	}
 	if code == http.StatusNotFound {
 		l.subresource = ""

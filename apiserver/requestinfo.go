@@ -22,7 +22,8 @@ type requestInfo struct {
 	// delete, deletecollection.
 	Verb string
 
-	user *auth.User // for the audit record
+	user       *auth.User // for the audit record
+	registered bool       // the resource is served (set by serveResource), for the metrics
 }
 
 // attributes returns the authorization attributes of a resource request.

@@ -23,17 +23,20 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	noteRequest(r.Context(), info)
+	st, registered := s.reg.Store(meta.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource})
+	if registered {
+		noteRegistered(r.Context())
+	}
 	if info.Verb == "watch" {
 		noteLongRunning(r.Context(), info)
 	}
-	// Authorization comes before anything about the resource is revealed,
-	// and is the same for dry-run requests.
+	// Authorization comes before anything about the resource is revealed
+	// (whether it exists too), and is the same for dry-run requests.
 	if err := s.authorize(r.Context(), info.attributes()); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	st, ok := s.reg.Store(meta.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource})
-	if !ok {
+	if !registered {
 		s.writeError(w, r, meta.NewNotFoundPath())
 		return
 	}
