@@ -22,11 +22,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, meta.NewNotFoundPath())
 		return
 	}
-	noteRequest(r.Context(), info)
 	st, registered := s.reg.Store(meta.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource})
-	if registered {
-		noteRegistered(r.Context())
-	}
+	info.registered = registered
+	noteRequest(r.Context(), info)
 	if info.Verb == "watch" {
 		noteLongRunning(r.Context(), info)
 	}

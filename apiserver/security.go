@@ -340,14 +340,6 @@ func userOf(r *http.Request, info *requestInfo) (*auth.User, bool) {
 	return auth.UserFrom(r.Context())
 }
 
-// noteRegistered lets the metrics know that the request's resource is
-// served (its labels are then bounded by the registered resources).
-func noteRegistered(ctx context.Context) {
-	if p, ok := ctx.Value(auditInfoKey{}).(*requestInfo); ok {
-		p.registered = true
-	}
-}
-
 // noteRequest lets the audit middleware know what a request was.
 func noteRequest(ctx context.Context, info requestInfo) {
 	if p, ok := ctx.Value(auditInfoKey{}).(*requestInfo); ok {
