@@ -168,6 +168,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"nobody", "GET", team, "", 403},
 		{"nobody", "GET", "/api/v1/namespaces", "", 403},
 		{"nobody", "GET", "/openapi/v2", "", 403},
+		// Whether a resource is served is not revealed before authorization.
+		{"nobody", "GET", "/api/v1/namespaces/team/teapots", "", 403},
+		{"admin", "GET", "/api/v1/namespaces/team/teapots", "", 404},
 		{"admin", "DELETE", wdPath + "/w", "", 200},
 	}
 	for _, tt := range tests {
