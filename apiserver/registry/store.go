@@ -26,7 +26,9 @@ type Store struct {
 
 	// written is the highest revision this store has written: a lookup in
 	// the watch cache sees this server's own writes once the cache has
-	// reached it (see Registry.namespaceExists).
+	// reached it (see Registry.namespaceExists). Every storage write of the
+	// store (Create, Update, Delete, writeBack) records its revision with
+	// wrote; a new write path must too.
 	written atomic.Int64
 }
 
