@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -14,7 +15,8 @@ import (
 
 // createManaged sets obj's metadata.managedFields (md is its metadata,
 // without managedFields) for a create by Update without managedFields to
-// keep: one Update entry of manager owning every field of obj, which is
+// keep: one Update entry of manager owning every field of obj (its
+// fieldsV1 a json.RawMessage, as Kubernetes' FieldsV1 holds raw JSON), which is
 // what structured-merge-diff computes by comparing an empty object with obj
 // (the fields it adds) less the fields kube-apiserver never records and, for
 // types with a status subresource, .status. It walks obj once with the
@@ -49,46 +51,48 @@ func (m *FieldManager) createManaged(obj, md map[string]any, manager string, now
 	return true
 }
 
-// createFieldsV1 is the FieldsV1 object (see fieldsV1Object) of the fields a
-// create of obj records, nil when there are none, or false when obj is not
-// handled (see createManaged).
-func (m *FieldManager) createFieldsV1(obj map[string]any) (map[string]any, bool) {
+// createFieldsV1 is the FieldsV1 (see fieldsV1Object) of the fields a create
+// of obj records, as JSON: the object structured-merge-diff's map form
+// encodes to (keys sorted, strings escaped as encoding/json does), nil when
+// there are none; false when obj is not handled (see createManaged).
+func (m *FieldManager) createFieldsV1(obj map[string]any) (json.RawMessage, bool) {
 	sch := m.parser.Schema
 	root, ok := sch.Resolve(m.parser.TypeRef)
 	if !ok || root.Map == nil || root.Map.ElementRelationship == smdschema.Atomic || len(obj) == 0 {
 		return nil, false
 	}
-	w := fieldsWalker{s: sch}
+	w := fieldsWalker{s: sch, buf: make([]byte, 0, 256), keys: make([]string, 0, 32)}
 	// The root is compared with an empty object, so it is not a field
 	// itself: its members are. recordUpdate strips apiVersion, kind and
 	// metadata (members only: metadata's children stay), and the status
 	// filter everything under .status; those are validated only.
-	out := make(map[string]any, len(obj))
-	for k, v := range obj {
+	// Each member is emitted after a comma; the first comma becomes the
+	// object's opening brace.
+	keys := w.pushKeys(obj)
+	for _, k := range keys {
 		tr, ok := fieldType(root.Map, k)
 		if !ok {
 			return nil, false
 		}
-		var node map[string]any
 		switch {
 		case k == "metadata":
-			node, ok = w.walkMetadata(v, tr)
+			ok = w.walkMetadata(obj[k], tr)
 		case k == "apiVersion" || k == "kind" || (k == "status" && m.status):
-			_, ok = w.walk(v, tr, false)
+			ok = w.walk(obj[k], tr, false)
 		default:
-			node, ok = w.walk(v, tr, true)
+			w.field(k)
+			ok = w.walk(obj[k], tr, true)
 		}
 		if !ok {
 			return nil, false
 		}
-		if node != nil {
-			out["f:"+k] = node
-		}
 	}
-	if len(out) == 0 {
+	w.popKeys(keys)
+	if len(w.buf) == 0 {
 		return nil, true
 	}
-	return out, true
+	w.buf[0] = '{'
+	return append(w.buf, '}'), true
 }
 
 // strippedMetaFields are the metadata fields recordUpdate strips (they are
@@ -99,44 +103,56 @@ var strippedMetaFields = [...]string{"name", "namespace", "creationTimestamp", "
 func strippedMeta(k string) bool { return slices.Contains(strippedMetaFields[:], k) }
 
 // walkMetadata is walk for the object's metadata of type tr, without the
-// fields recordUpdate strips: the node of its other fields, nil when there
-// are none.
-func (w fieldsWalker) walkMetadata(v any, tr smdschema.TypeRef) (map[string]any, bool) {
+// fields recordUpdate strips: it emits the member "f:metadata" with the
+// node of its other fields, nothing when there are none.
+func (w *fieldsWalker) walkMetadata(v any, tr smdschema.TypeRef) bool {
 	md, isMap := v.(map[string]any)
 	a, ok := w.s.Resolve(tr)
 	if !isMap || !ok || a.Map == nil || a.Map.ElementRelationship == smdschema.Atomic {
 		// Not the ObjectMeta of SMDSchema: validate, and take the general
 		// path unless it is a leaf (which is stripped).
-		node, ok := w.walk(v, tr, true)
-		return nil, ok && len(node) == 0
+		mark := len(w.buf)
+		ok := w.walk(v, tr, true)
+		leaf := string(w.buf[mark:]) == "{}"
+		w.buf = w.buf[:mark]
+		return ok && leaf
 	}
-	var node map[string]any
-	for k, c := range md {
+	mark := len(w.buf)
+	w.field("metadata")
+	body := len(w.buf)
+	keys := w.pushKeys(md)
+	defer w.popKeys(keys)
+	for _, k := range keys {
+		c := md[k]
 		ctr, ok := fieldType(a.Map, k)
 		if !ok {
-			return nil, false
+			return false
 		}
 		if strippedMeta(k) {
 			// Validated only; a compound value (never valid for these
 			// fields) is checked to be a leaf.
 			_, isMap := c.(map[string]any)
 			_, isList := c.([]any)
-			cn, ok := w.walk(c, ctr, isMap || isList)
-			if !ok || len(cn) != 0 {
-				return nil, false
+			at := len(w.buf)
+			if !w.walk(c, ctr, isMap || isList) || (len(w.buf) > at && string(w.buf[at:]) != "{}") {
+				return false
 			}
+			w.buf = w.buf[:at]
 			continue
 		}
-		cn, ok := w.walk(c, ctr, true)
-		if !ok {
-			return nil, false
+		w.buf = append(w.buf, ',')
+		w.member("f:", k)
+		if !w.walk(c, ctr, true) {
+			return false
 		}
-		if node == nil {
-			node = make(map[string]any, len(md))
-		}
-		node["f:"+k] = cn
 	}
-	return node, true
+	if len(w.buf) == body {
+		w.buf = w.buf[:mark] // no fields: no member
+		return true
+	}
+	w.buf[body] = '{' // the first member's comma, as in createFieldsV1
+	w.buf = append(w.buf, '}')
+	return true
 }
 
 // fieldType is the type of field key of map type t, false when the schema
@@ -152,10 +168,57 @@ func fieldType(t *smdschema.Map, key string) (smdschema.TypeRef, bool) {
 }
 
 // fieldsWalker walks a value with a structured-merge-diff schema as its
-// validation (typed.AllowDuplicates) and its comparison with nothing do.
+// validation (typed.AllowDuplicates) and its comparison with nothing do,
+// emitting the FieldsV1 JSON of what it walks with emit set into buf.
 type fieldsWalker struct {
-	s *smdschema.Schema
+	s    *smdschema.Schema
+	buf  []byte
+	keys []string // scratch for sortedKeys, reused down the walk
 }
+
+// field appends ,"f:name": to buf (the comma of a member after another).
+func (w *fieldsWalker) field(name string) {
+	w.buf = append(w.buf, ',')
+	w.member("f:", name)
+}
+
+// member appends the key prefix+name and its colon, escaped as
+// encoding/json escapes strings.
+func (w *fieldsWalker) member(prefix, name string) {
+	if plainJSON(name) {
+		w.buf = append(w.buf, '"')
+		w.buf = append(w.buf, prefix...)
+		w.buf = append(w.buf, name...)
+		w.buf = append(w.buf, '"', ':')
+		return
+	}
+	b, _ := json.Marshal(prefix + name) // a string always encodes
+	w.buf = append(append(w.buf, b...), ':')
+}
+
+// plainJSON reports whether encoding/json writes s between quotes as it is.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b < 0x20 || b >= utf8.RuneSelf || b == '"' || b == '\\' || b == '<' || b == '>' || b == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// pushKeys pushes m's keys, sorted, onto w.keys and returns them. The
+// caller pops them (popKeys) once done: walks below it push theirs after.
+func (w *fieldsWalker) pushKeys(m map[string]any) []string {
+	start := len(w.keys)
+	for k := range m {
+		w.keys = append(w.keys, k)
+	}
+	keys := w.keys[start:]
+	slices.Sort(keys)
+	return keys
+}
+
+func (w *fieldsWalker) popKeys(keys []string) { w.keys = w.keys[:len(w.keys)-len(keys)] }
 
 // Kinds of generic JSON values.
 const (
@@ -195,36 +258,36 @@ func kindOf(v any) (int, bool) {
 	return 0, false
 }
 
-// leafNode is the FieldsV1 node of a field without children.
-func leafNode(emit bool) map[string]any {
-	if !emit {
-		return nil
+// leaf emits the node of a field without children, {}, when emit is set.
+func (w *fieldsWalker) leaf(emit bool) {
+	if emit {
+		w.buf = append(w.buf, '{', '}')
 	}
-	return map[string]any{}
 }
 
-// walk validates v as a value of type tr and, when emit is set, returns its
+// walk validates v as a value of type tr and, when emit is set, emits its
 // FieldsV1 node: {} for a leaf (a scalar, null, an empty or atomic map or
-// list), else {".": {}} with the nodes of its children. False: not
-// handled.
-func (w fieldsWalker) walk(v any, tr smdschema.TypeRef, emit bool) (map[string]any, bool) {
+// list), else {".":{}} with the nodes of its children. False: not
+// handled (what was emitted is then of no use).
+func (w *fieldsWalker) walk(v any, tr smdschema.TypeRef, emit bool) bool {
 	a, ok := w.s.Resolve(tr)
 	if !ok {
-		return nil, false
+		return false
 	}
 	kind, ok := kindOf(v)
 	if !ok {
-		return nil, false
+		return false
 	}
 	switch kind {
 	case kindNull:
 		if a.Map == nil && a.Scalar == nil && a.List == nil {
-			return nil, false
+			return false
 		}
-		return leafNode(emit), true
+		w.leaf(emit)
+		return true
 	case kindString, kindBool, kindNumber:
 		if a.Scalar == nil {
-			return nil, false
+			return false
 		}
 		switch *a.Scalar {
 		case smdschema.Numeric:
@@ -238,68 +301,74 @@ func (w fieldsWalker) walk(v any, tr smdschema.TypeRef, emit bool) (map[string]a
 			ok = false
 		}
 		if !ok {
-			return nil, false
+			return false
 		}
-		return leafNode(emit), true
+		w.leaf(emit)
+		return true
 	case kindMap:
 		if a.Map == nil {
-			return nil, false
+			return false
 		}
 		return w.walkMap(v.(map[string]any), a.Map, emit)
 	default:
 		if a.List == nil {
-			return nil, false
+			return false
 		}
 		return w.walkList(v.([]any), a.List, emit)
 	}
 }
 
-func (w fieldsWalker) walkMap(mv map[string]any, t *smdschema.Map, emit bool) (map[string]any, bool) {
-	leaf := t.ElementRelationship == smdschema.Atomic || len(mv) == 0
-	var node map[string]any
-	if emit && !leaf {
-		node = make(map[string]any, len(mv)+1)
-		node["."] = map[string]any{}
+func (w *fieldsWalker) walkMap(mv map[string]any, t *smdschema.Map, emit bool) bool {
+	if !emit || t.ElementRelationship == smdschema.Atomic || len(mv) == 0 {
+		for k, c := range mv {
+			tr, ok := fieldType(t, k)
+			if !ok || !w.walk(c, tr, false) {
+				return false
+			}
+		}
+		w.leaf(emit)
+		return true
 	}
-	for k, c := range mv {
+	w.buf = append(w.buf, `{".":{}`...)
+	keys := w.pushKeys(mv)
+	for _, k := range keys {
 		tr, ok := fieldType(t, k)
 		if !ok {
-			return nil, false
+			return false
 		}
-		cn, ok := w.walk(c, tr, node != nil)
-		if !ok {
-			return nil, false
-		}
-		if node != nil {
-			node["f:"+k] = cn
+		w.field(k)
+		if !w.walk(mv[k], tr, true) {
+			return false
 		}
 	}
-	if leaf {
-		return leafNode(emit), true
-	}
-	return node, true
+	w.popKeys(keys)
+	w.buf = append(w.buf, '}')
+	return true
 }
 
-func (w fieldsWalker) walkList(l []any, t *smdschema.List, emit bool) (map[string]any, bool) {
+func (w *fieldsWalker) walkList(l []any, t *smdschema.List, emit bool) bool {
 	switch t.ElementRelationship {
 	case smdschema.Associative:
 	case smdschema.Atomic:
 		for _, c := range l {
-			if _, ok := w.walk(c, t.ElementType, false); !ok {
-				return nil, false
+			if !w.walk(c, t.ElementType, false) {
+				return false
 			}
 		}
-		return leafNode(emit), true
+		w.leaf(emit)
+		return true
 	default:
-		return nil, false // the comparison fails on such lists
+		return false // the comparison fails on such lists
 	}
 	if len(l) == 0 {
-		return leafNode(emit), true
+		w.leaf(emit)
+		return true
 	}
 	// The entries by path element, in order of first appearance; an element
 	// that appears more than once is owned as a whole.
 	type group struct {
 		pe    fieldpath.PathElement
+		key   string // pe serialized
 		first int
 		n     int
 	}
@@ -309,7 +378,7 @@ func (w fieldsWalker) walkList(l []any, t *smdschema.List, emit bool) (map[strin
 	for i, c := range l {
 		pe, ok := w.listElement(t, c)
 		if !ok {
-			return nil, false
+			return false
 		}
 		if g, found := index.Get(pe); found {
 			of[i] = g.(int)
@@ -320,54 +389,52 @@ func (w fieldsWalker) walkList(l []any, t *smdschema.List, emit bool) (map[strin
 			groups = append(groups, group{pe: pe, first: i, n: 1})
 		}
 	}
-	var node map[string]any
-	if emit {
-		node = make(map[string]any, len(groups)+1)
-		node["."] = map[string]any{}
-	}
 	if !emit {
 		for _, c := range l {
-			if _, ok := w.walk(c, t.ElementType, false); !ok {
-				return nil, false
+			if !w.walk(c, t.ElementType, false) {
+				return false
 			}
 		}
-		return nil, true
-	}
-	for _, g := range groups {
-		key, err := fieldpath.SerializePathElement(g.pe)
-		if err != nil {
-			return nil, false
-		}
-		if _, dup := node[key]; dup {
-			return nil, false // distinct elements with one serialization
-		}
-		if g.n > 1 {
-			node[key] = map[string]any{}
-			continue
-		}
-		cn, ok := w.walk(l[g.first], t.ElementType, true)
-		if !ok {
-			return nil, false
-		}
-		node[key] = cn
+		return true
 	}
 	if len(groups) != len(l) {
 		// The entries of a duplicated element are validated only.
 		for i, c := range l {
-			if groups[of[i]].n == 1 {
-				continue
-			}
-			if _, ok := w.walk(c, t.ElementType, false); !ok {
-				return nil, false
+			if groups[of[i]].n > 1 && !w.walk(c, t.ElementType, false) {
+				return false
 			}
 		}
 	}
-	return node, true
+	for i := range groups {
+		key, err := fieldpath.SerializePathElement(groups[i].pe)
+		if err != nil {
+			return false
+		}
+		groups[i].key = key
+	}
+	slices.SortFunc(groups, func(a, b group) int { return strings.Compare(a.key, b.key) })
+	w.buf = append(w.buf, `{".":{}`...)
+	for i, g := range groups {
+		if i > 0 && g.key == groups[i-1].key {
+			return false // distinct elements with one serialization
+		}
+		w.buf = append(w.buf, ',')
+		w.member("", g.key)
+		if g.n > 1 {
+			w.buf = append(w.buf, '{', '}')
+			continue
+		}
+		if !w.walk(l[g.first], t.ElementType, true) {
+			return false
+		}
+	}
+	w.buf = append(w.buf, '}')
+	return true
 }
 
 // listElement is the path element of entry c of associative list t, as
 // structured-merge-diff's listItemToPathElement makes it.
-func (w fieldsWalker) listElement(t *smdschema.List, c any) (fieldpath.PathElement, bool) {
+func (w *fieldsWalker) listElement(t *smdschema.List, c any) (fieldpath.PathElement, bool) {
 	if len(t.Keys) == 0 {
 		switch kind, ok := kindOf(c); {
 		case !ok || kind == kindNull || kind == kindMap || kind == kindList:

@@ -1,6 +1,8 @@
 package meta
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -630,10 +632,22 @@ func (v *metaValidator) managedFields(entries []map[string]any) {
 		} else if strings.IndexFunc(manager, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
 			v.add(Invalid(p().Child("manager"), manager, "must only contain printable characters"))
 		}
-		if x, ok := e["fieldsV1"]; ok && x != nil {
-			if _, isMap := x.(map[string]any); !isMap {
-				v.add(typeError(p().Child("fieldsV1"), x, "object"))
-			}
+		if x, ok := e["fieldsV1"]; ok && x != nil && !isJSONObject(x) {
+			v.add(typeError(p().Child("fieldsV1"), x, "object"))
 		}
 	}
+}
+
+// isJSONObject reports whether x is a generic JSON object: a map, or the
+// JSON text of an object (the field manager records a create's fieldsV1 as
+// a json.RawMessage).
+func isJSONObject(x any) bool {
+	switch x := x.(type) {
+	case map[string]any:
+		return true
+	case json.RawMessage:
+		t := bytes.TrimLeft(x, " \t\r\n")
+		return len(t) > 0 && t[0] == '{' && json.Valid(t)
+	}
+	return false
 }

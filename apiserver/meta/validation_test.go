@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -170,6 +171,7 @@ func TestValidateObjectMeta(t *testing.T) {
 		md         string
 		namespaced bool
 		rule       func(string) []string
+		raw        []json.RawMessage // fieldsV1 of managedFields[i], set after decoding
 		want       []string
 	}{
 		{name: "valid namespaced", md: `{"name":"a","namespace":"ns","labels":{"app":"web","example.com/tier":""},"annotations":{"Example.com/Note":"anything goes"},"finalizers":["example.com/f"],"generation":1}`, namespaced: true},
@@ -220,6 +222,12 @@ func TestValidateObjectMeta(t *testing.T) {
 				"metadata.managedFields[1].operation: Invalid value: \"Patch\": must be `Apply` or `Update`",
 				"metadata.managedFields[1].fieldsType: Invalid value: \"FieldsV2\": must be `FieldsV1`",
 			}},
+		{name: "managed fields as raw JSON", md: `{"name":"a","managedFields":[{"manager":"m","operation":"Update","fieldsType":"FieldsV1"},{"manager":"n","operation":"Update","fieldsType":"FieldsV1"},{"manager":"o","operation":"Update","fieldsType":"FieldsV1"}]}`,
+			raw: []json.RawMessage{json.RawMessage(` {"f:data":{}}`), json.RawMessage(`[]`), json.RawMessage(`{"f:data":`)},
+			want: []string{
+				`metadata.managedFields[1].fieldsV1: Invalid value: "json.RawMessage": metadata.managedFields[1].fieldsV1 in body must be of type object: "json.RawMessage"`,
+				`metadata.managedFields[2].fieldsV1: Invalid value: "json.RawMessage": metadata.managedFields[2].fieldsV1 in body must be of type object: "json.RawMessage"`,
+			}},
 		{name: "wrong types", md: `{"name":5,"namespace":"ns","labels":"x","annotations":{"a":1},"finalizers":"f","generation":"1","ownerReferences":[{"uid":3}],"creationTimestamp":"yesterday","deletionGracePeriodSeconds":1.5}`, namespaced: true,
 			want: []string{
 				`metadata.name: Invalid value: "integer": metadata.name in body must be of type string: "integer"`,
@@ -235,7 +243,11 @@ func TestValidateObjectMeta(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := errStrings(ValidateObjectMeta(decode(t, tt.md), tt.namespaced, tt.rule, NewPath("metadata")))
+			md := decode(t, tt.md)
+			for i, raw := range tt.raw {
+				md["managedFields"].([]any)[i].(map[string]any)["fieldsV1"] = raw
+			}
+			got := errStrings(ValidateObjectMeta(md, tt.namespaced, tt.rule, NewPath("metadata")))
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -58,6 +59,12 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 			}
 		}
 		return append(dst, ']'), nil
+	case json.RawMessage:
+		// The field manager records a create's fieldsV1 as compact JSON
+		// text: as it is, when it is what encoding/json would write.
+		if rawVerbatim(v) {
+			return append(dst, v...), nil
+		}
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -93,6 +100,13 @@ func appendFields(dst []byte, m map[string]any, skip func(key string) bool) ([]b
 }
 
 const hexDigits = "0123456789abcdef"
+
+// rawVerbatim reports whether encoding/json writes the raw JSON text v as
+// it is: valid, without whitespace to compact away and nothing its HTML-safe
+// mode escapes.
+func rawVerbatim(v json.RawMessage) bool {
+	return !bytes.ContainsAny(v, " \t\r\n<>&\u2028\u2029") && json.Valid(v)
+}
 
 // appendJSONString appends s as a JSON string the way encoding/json does
 // with HTML escaping on.

@@ -13,6 +13,11 @@ var jsonEncCorpus = []any{
 	json.Number(""), int64(-42), 7, 1.5, []string{"typed"}, map[string]string{"b": "2", "a": "1"},
 	map[string]any{}, []any{}, map[string]any(nil), []any(nil),
 	map[string]any{"z": 1, "a": []any{"x", map[string]any{"k": nil, "<": "&"}}, "m": map[string]any{"b": true, "a": json.Number("3")}},
+	// Raw JSON (a create's fieldsV1): as it is when encoding/json would
+	// write it so, through encoding/json when not.
+	json.RawMessage(`{"f:data":{".":{},"f:v":{}}}`), json.RawMessage(`{"a": [1, 2]}`), json.RawMessage(`{"<":"&"}`),
+	json.RawMessage(`"line sep"`), json.RawMessage(`{"a":`), json.RawMessage(``), json.RawMessage(nil),
+	map[string]any{"fieldsV1": json.RawMessage(`{"f:x":{}}`)},
 }
 
 func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
