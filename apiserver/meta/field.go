@@ -15,9 +15,19 @@ import (
 // is the path "spec".
 type Path struct {
 	parent *Path
-	name   string // a field name, or "" for an index/key element
-	sub    string // "[2]" or "[app]" for index/key elements
+	name   string // a field name, or the key of a key element
+	elem   pathElem
+	index  int // of an index element
 }
+
+// pathElem is what an element of a Path is.
+type pathElem uint8
+
+const (
+	elemField pathElem = iota
+	elemKey
+	elemIndex
+)
 
 // NewPath returns the path made of the given field names (NewPath("spec",
 // "size") is spec.size).
@@ -36,13 +46,13 @@ func (p *Path) Child(name string, more ...string) *Path {
 
 // Index returns the path of the i-th element of the list at p.
 func (p *Path) Index(i int) *Path {
-	return &Path{parent: p, sub: "[" + strconv.Itoa(i) + "]"}
+	return &Path{parent: p, elem: elemIndex, index: i}
 }
 
 // Key returns the path of the entry with key k of the map at p. Kubernetes
 // renders keys unquoted: metadata.labels[app].
 func (p *Path) Key(k string) *Path {
-	return &Path{parent: p, sub: "[" + k + "]"}
+	return &Path{parent: p, name: k, elem: elemKey}
 }
 
 // String renders the path as Kubernetes does: names joined by ".", indices and
@@ -52,23 +62,28 @@ func (p *Path) String() string {
 	if p == nil {
 		return ""
 	}
-	var elems []*Path
-	for q := p; q != nil; q = q.parent {
-		elems = append(elems, q)
+	return string(p.appendTo(make([]byte, 0, 64)))
+}
+
+// appendTo appends the rendered path to b. It keeps no pointer to p, so a
+// path built on the stack stays there.
+func (p *Path) appendTo(b []byte) []byte {
+	if p == nil {
+		return b
 	}
-	var b strings.Builder
-	for i := len(elems) - 1; i >= 0; i-- {
-		e := elems[i]
-		if e.sub != "" {
-			b.WriteString(e.sub)
-			continue
+	b = p.parent.appendTo(b)
+	switch p.elem {
+	case elemKey:
+		b = append(append(append(b, '['), p.name...), ']')
+	case elemIndex:
+		b = append(strconv.AppendInt(append(b, '['), int64(p.index), 10), ']')
+	default:
+		if len(b) > 0 {
+			b = append(b, '.')
 		}
-		if b.Len() > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(e.name)
+		b = append(b, p.name...)
 	}
-	return b.String()
+	return b
 }
 
 // FieldError is a problem with one field of an object, in the shape of
