@@ -20,9 +20,9 @@ const MaxDepth = 10000
 // ("spec.ports[1].name"), as Kubernetes' field validation does; the last
 // occurrence wins. Trailing non-space data is an error.
 func DecodeJSON(data []byte) (any, []string, error) {
-	d := decoder{data: data}
+	d := decoder{data: data, path: make([]pathElem, 0, 16)}
 	d.skipSpace()
-	v, err := d.value(0, nil)
+	v, err := d.value(0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -37,6 +37,7 @@ type decoder struct {
 	data []byte
 	pos  int
 	dups []string
+	path []pathElem // of the value being decoded: pushed and popped as it goes
 }
 
 type pathElem struct {
@@ -59,7 +60,7 @@ func (d *decoder) skipSpace() {
 	}
 }
 
-func (d *decoder) value(depth int, path []pathElem) (any, error) {
+func (d *decoder) value(depth int) (any, error) {
 	if depth > MaxDepth {
 		return nil, d.errorf("exceeded max depth of %d", MaxDepth)
 	}
@@ -68,11 +69,11 @@ func (d *decoder) value(depth int, path []pathElem) (any, error) {
 	}
 	switch c := d.data[d.pos]; {
 	case c == '{':
-		return d.object(depth, path)
+		return d.object(depth)
 	case c == '[':
-		return d.array(depth, path)
+		return d.array(depth)
 	case c == '"':
-		return d.str()
+		return d.str(false)
 	case c == 't':
 		return true, d.literal("true")
 	case c == 'f':
@@ -94,7 +95,7 @@ func (d *decoder) literal(lit string) error {
 	return nil
 }
 
-func (d *decoder) object(depth int, path []pathElem) (any, error) {
+func (d *decoder) object(depth int) (any, error) {
 	d.pos++ // '{'
 	obj := map[string]any{}
 	d.skipSpace()
@@ -107,7 +108,7 @@ func (d *decoder) object(depth int, path []pathElem) (any, error) {
 		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
 			return nil, d.errorf("expected string for object key")
 		}
-		k, err := d.str()
+		k, err := d.str(true)
 		if err != nil {
 			return nil, err
 		}
@@ -117,14 +118,15 @@ func (d *decoder) object(depth int, path []pathElem) (any, error) {
 		}
 		d.pos++
 		d.skipSpace()
-		child := append(path, pathElem{key: k, index: -1})
-		v, err := d.value(depth+1, child)
+		d.path = append(d.path, pathElem{key: k, index: -1})
+		v, err := d.value(depth + 1)
 		if err != nil {
 			return nil, err
 		}
 		if _, dup := obj[k]; dup {
-			d.dups = append(d.dups, renderPath(child))
+			d.dups = append(d.dups, renderPath(d.path))
 		}
+		d.path = d.path[:len(d.path)-1]
 		obj[k] = v
 		d.skipSpace()
 		if d.pos >= len(d.data) {
@@ -142,7 +144,7 @@ func (d *decoder) object(depth int, path []pathElem) (any, error) {
 	}
 }
 
-func (d *decoder) array(depth int, path []pathElem) (any, error) {
+func (d *decoder) array(depth int) (any, error) {
 	d.pos++ // '['
 	arr := []any{}
 	d.skipSpace()
@@ -152,10 +154,12 @@ func (d *decoder) array(depth int, path []pathElem) (any, error) {
 	}
 	for i := 0; ; i++ {
 		d.skipSpace()
-		v, err := d.value(depth+1, append(path, pathElem{index: i}))
+		d.path = append(d.path, pathElem{index: i})
+		v, err := d.value(depth + 1)
 		if err != nil {
 			return nil, err
 		}
+		d.path = d.path[:len(d.path)-1]
 		arr = append(arr, v)
 		d.skipSpace()
 		if d.pos >= len(d.data) {
@@ -219,14 +223,23 @@ func mayEndString(x uint64) bool {
 	return ((x-ones*0x20)&^x|hasZero(x^(ones*'"'))|hasZero(x^(ones*'\\')))&tops != 0
 }
 
-func (d *decoder) str() (string, error) {
+// str decodes a string; key says it is an object key, which may be one of
+// the common keys decoded without a copy.
+func (d *decoder) str(key bool) (string, error) {
 	d.pos++ // opening quote
 	start := d.pos
-	// Fast path: no escapes, valid UTF-8.
+	// Fast path: no escapes, valid UTF-8. high gathers the bytes passed
+	// over: with no top bit set they are ASCII, valid without a second look.
+	var high uint64
 	for d.pos < len(d.data) {
 		// Eight bytes at a time while none is a quote, a backslash or a
 		// control character.
-		for d.pos+8 <= len(d.data) && !mayEndString(binary.LittleEndian.Uint64(d.data[d.pos:])) {
+		for d.pos+8 <= len(d.data) {
+			w := binary.LittleEndian.Uint64(d.data[d.pos : d.pos+8])
+			if mayEndString(w) {
+				break
+			}
+			high |= w
 			d.pos += 8
 		}
 		if d.pos == len(d.data) {
@@ -236,7 +249,12 @@ func (d *decoder) str() (string, error) {
 		if c == '"' {
 			s := d.data[start:d.pos]
 			d.pos++
-			if utf8.Valid(s) {
+			if high&0x8080808080808080 == 0 || utf8.Valid(s) {
+				if key {
+					if k, ok := commonKey(s); ok {
+						return k, nil
+					}
+				}
 				return string(s), nil
 			}
 			return fixUTF8(s), nil
@@ -247,6 +265,7 @@ func (d *decoder) str() (string, error) {
 		if c < 0x20 {
 			return "", d.errorf("invalid control character in string")
 		}
+		high |= uint64(c)
 		d.pos++
 	}
 	var b strings.Builder
@@ -360,4 +379,64 @@ func fixUTF8(s []byte) string {
 		s = s[size:]
 	}
 	return b.String()
+}
+
+// commonKey returns the string of a key found in most Kubernetes objects
+// without allocating one (the switch compares without converting).
+func commonKey(b []byte) (string, bool) {
+	switch string(b) {
+	case "apiVersion":
+		return "apiVersion", true
+	case "kind":
+		return "kind", true
+	case "metadata":
+		return "metadata", true
+	case "name":
+		return "name", true
+	case "namespace":
+		return "namespace", true
+	case "labels":
+		return "labels", true
+	case "annotations":
+		return "annotations", true
+	case "uid":
+		return "uid", true
+	case "resourceVersion":
+		return "resourceVersion", true
+	case "generation":
+		return "generation", true
+	case "creationTimestamp":
+		return "creationTimestamp", true
+	case "deletionTimestamp":
+		return "deletionTimestamp", true
+	case "generateName":
+		return "generateName", true
+	case "finalizers":
+		return "finalizers", true
+	case "ownerReferences":
+		return "ownerReferences", true
+	case "managedFields":
+		return "managedFields", true
+	case "manager":
+		return "manager", true
+	case "operation":
+		return "operation", true
+	case "time":
+		return "time", true
+	case "fieldsType":
+		return "fieldsType", true
+	case "fieldsV1":
+		return "fieldsV1", true
+	case "spec":
+		return "spec", true
+	case "status":
+		return "status", true
+	case "data":
+		return "data", true
+	case "items":
+		return "items", true
+	case "type":
+		return "type", true
+	}
+	return "", false
 }

@@ -694,7 +694,7 @@ func (s *scanner) objectWithout(paths [][]string, depth int) (map[string]any, er
 		default:
 			// Decode in place with DecodeJSON's decoder.
 			d := decoder{data: s.data, pos: s.pos}
-			v, err := d.value(depth+1, nil)
+			v, err := d.value(depth + 1)
 			if err != nil {
 				return nil, err
 			}
