@@ -23,28 +23,24 @@ type bodyTarget struct {
 	msg              *codec.Message // nil: no protobuf
 }
 
-// bodyTargetOf returns what the body of r must be: an object of the
-// request's resource, or a Scale for /scale.
-func (s *Server) bodyTargetOf(r *http.Request) (bodyTarget, bool) {
-	info, ok := resolveRequest(r)
-	if !ok {
-		return bodyTarget{}, false
-	}
+// bodyTargetOf returns what the body of a request to st (info) must be: an
+// object of st's resource, or a Scale for /scale.
+func bodyTargetOf(st *registry.Store, info requestInfo) bodyTarget {
 	if info.Subresource == "scale" {
-		return bodyTarget{kind: "Scale", apiVersion: "autoscaling/v1", msg: codec.ScaleMessage}, true
+		return bodyTarget{kind: "Scale", apiVersion: "autoscaling/v1", msg: codec.ScaleMessage}
 	}
-	res := s.resourceOf(r)
-	if res == nil {
-		return bodyTarget{}, false
-	}
-	return bodyTarget{kind: res.Kind, apiVersion: res.APIVersion(), msg: res.Protobuf}, true
+	res := st.Resource()
+	return bodyTarget{kind: res.Kind, apiVersion: res.APIVersion(), msg: res.Protobuf}
 }
 
 // bodyMediaType checks the Content-Type of a body: JSON (also when absent),
 // YAML, or protobuf when protobufOK; anything else is 415.
 func bodyMediaType(r *http.Request, protobufOK bool) (string, error) {
 	ct := r.Header.Get("Content-Type")
-	if strings.TrimSpace(ct) == "" {
+	switch {
+	case ct == codec.MediaJSON, ct == codec.MediaYAML:
+		return ct, nil // as clients send them: no parameters to parse
+	case strings.TrimSpace(ct) == "":
 		return codec.MediaJSON, nil
 	}
 	mt, _, err := mime.ParseMediaType(ct)

@@ -94,3 +94,32 @@ func TestHostileNamesAndBodies(t *testing.T) {
 		t.Fatalf("%d configmaps after hostile input, want 1", n)
 	}
 }
+
+func TestParseResourcePath(t *testing.T) {
+	for _, tc := range []struct {
+		rest               string
+		ns, res, name, sub string
+		ok                 bool
+	}{
+		{"configmaps", "", "configmaps", "", "", true},
+		{"configmaps/", "", "configmaps", "", "", true},
+		{"namespaces/ns/configmaps", "ns", "configmaps", "", "", true},
+		{"namespaces/ns/configmaps/a", "ns", "configmaps", "a", "", true},
+		{"namespaces/ns/configmaps/a/status", "ns", "configmaps", "a", "status", true},
+		{"namespaces/ns/configmaps/a/status/x", "", "", "", "", false},
+		{"namespaces/ns", "", "namespaces", "ns", "", true},
+		{"namespaces/ns/status", "", "namespaces", "ns", "status", true},
+		{"namespaces/ns/finalize", "", "namespaces", "ns", "finalize", true},
+		{"nodes/n/proxy", "", "nodes", "n", "proxy", true},
+		{"nodes/n/proxy/x", "", "", "", "", false},
+		{"widgets/a%2Fb", "", "", "", "", false},
+		{"widgets/a%20b", "", "widgets", "a b", "", true},
+		{"namespaces//configmaps", "", "", "", "", false},
+		{"", "", "", "", "", false},
+	} {
+		ns, res, name, sub, ok := parseResourcePath(tc.rest)
+		if ok != tc.ok || (ok && (ns != tc.ns || res != tc.res || name != tc.name || sub != tc.sub)) {
+			t.Errorf("parseResourcePath(%q) = %q %q %q %q %v, want %q %q %q %q %v", tc.rest, ns, res, name, sub, ok, tc.ns, tc.res, tc.name, tc.sub, tc.ok)
+		}
+	}
+}

@@ -41,7 +41,15 @@ func parseResourcePath(rest string) (ns, resource, name, sub string, ok bool) {
 	if rest == "" {
 		return "", "", "", "", false
 	}
-	parts := strings.Split(rest, "/")
+	// At most five segments name something (namespaces/NS/RESOURCE/NAME/SUB).
+	var buf [5]string
+	parts := buf[:0]
+	for seg := range strings.SplitSeq(rest, "/") {
+		if len(parts) == len(buf) {
+			return "", "", "", "", false
+		}
+		parts = append(parts, seg)
+	}
 	for i, p := range parts {
 		// Segments may arrive still escaped (chi routes on the raw path when
 		// there is one). A segment that is empty, "." or "..", or that
@@ -85,11 +93,10 @@ func resolveRequest(r *http.Request) (requestInfo, bool) {
 	if !ok {
 		return info, false
 	}
-	q := r.URL.Query()
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 		switch {
-		case isTrue(q.Get("watch")) && info.Subresource == "":
+		case info.Subresource == "" && isTrue(r.URL.Query().Get("watch")):
 			// A collection or one object (kapi watches the object, with
 			// metadata.name as the field selector). A subresource has no
 			// watch: as in kube-apiserver, a GET of a named path is a get

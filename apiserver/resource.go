@@ -241,12 +241,12 @@ func writeOptions(q url.Values, kind string) (registry.WriteOptions, error) {
 	return opts, nil
 }
 
-// readBody reads and decodes a request body (JSON, YAML, or protobuf for
-// types with a protobuf message) into a generic object. Duplicate fields are
+// readBody reads and decodes the body of a request to st (JSON, YAML, or
+// protobuf for types with a protobuf message) into a generic object. Duplicate fields are
 // returned as field validation problems. The media type is checked before
 // the body is read: an unsupported one is 415.
-func (s *Server) readBody(r *http.Request) (registry.Object, []string, error) {
-	target, _ := s.bodyTargetOf(r)
+func (s *Server) readBody(r *http.Request, st *registry.Store, info requestInfo) (registry.Object, []string, error) {
+	target := bodyTargetOf(st, info)
 	mt, err := bodyMediaType(r, target.msg != nil)
 	if err != nil {
 		return nil, nil, err
@@ -289,7 +289,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request, st *regist
 		s.writeError(w, r, err)
 		return
 	}
-	obj, dups, err := s.readBody(r)
+	obj, dups, err := s.readBody(r, st, info)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -313,7 +313,7 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request, st *regist
 		s.writeError(w, r, err)
 		return
 	}
-	obj, dups, err := s.readBody(r)
+	obj, dups, err := s.readBody(r, st, info)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -521,7 +521,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, st *registry
 			s.writeError(w, r, err)
 			return
 		}
-		obj, _, err := s.readBody(r)
+		obj, _, err := s.readBody(r, st, info)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
