@@ -3,6 +3,8 @@
 package codec
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,14 +52,14 @@ func (m MediaType) Essence() string { return m.Type + "/" + m.Subtype }
 // ParseMediaType parses one media type with parameters. It reports false when
 // the text is not of the form type/subtype.
 func ParseMediaType(s string) (MediaType, bool) {
-	parts := strings.Split(s, ";")
-	full := strings.ToLower(strings.TrimSpace(parts[0]))
+	first, params, _ := strings.Cut(s, ";")
+	full := strings.ToLower(strings.TrimSpace(first))
 	slash := strings.IndexByte(full, '/')
 	if slash <= 0 || slash == len(full)-1 || strings.ContainsAny(full, " \t,") {
 		return MediaType{}, false
 	}
 	mt := MediaType{Type: full[:slash], Subtype: full[slash+1:], Q: 1}
-	for _, p := range parts[1:] {
+	for p := range strings.SplitSeq(params, ";") {
 		p = strings.TrimSpace(p)
 		if p == "" {
 			continue
@@ -92,18 +94,23 @@ func ParseAccept(header string) []MediaType {
 		return []MediaType{{Type: "*", Subtype: "*", Q: 1}}
 	}
 	var out []MediaType
-	for _, part := range splitAccept(header) {
+	for h := header; ; {
+		part, rest, more := cutAccept(h)
 		if mt, ok := ParseMediaType(part); ok && mt.Q > 0 {
 			out = append(out, mt)
 		}
+		if !more {
+			break
+		}
+		h = rest
 	}
 	// By q-value, then the more specific first (type/subtype before
 	// type/* before */*), then in order of appearance.
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Q != out[j].Q {
-			return out[i].Q > out[j].Q
+	slices.SortStableFunc(out, func(a, b MediaType) int {
+		if a.Q != b.Q {
+			return cmp.Compare(b.Q, a.Q)
 		}
-		return out[i].specificity() > out[j].specificity()
+		return cmp.Compare(b.specificity(), a.specificity())
 	})
 	return out
 }
@@ -118,22 +125,20 @@ func (m MediaType) specificity() int {
 	return 2
 }
 
-// splitAccept splits on commas outside quotes.
-func splitAccept(h string) []string {
-	var parts []string
-	start, quoted := 0, false
+// cutAccept cuts h at its first comma outside quotes.
+func cutAccept(h string) (part, rest string, found bool) {
+	quoted := false
 	for i := 0; i < len(h); i++ {
 		switch h[i] {
 		case '"':
 			quoted = !quoted
 		case ',':
 			if !quoted {
-				parts = append(parts, h[start:i])
-				start = i + 1
+				return h[:i], h[i+1:], true
 			}
 		}
 	}
-	return append(parts, h[start:])
+	return h, "", false
 }
 
 // Matches reports whether an accepted entry a admits the offer o: the type

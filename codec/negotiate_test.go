@@ -3,6 +3,8 @@ package codec
 import (
 	"bytes"
 	"io"
+	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -95,6 +97,32 @@ func TestChoose(t *testing.T) {
 		got, ok := Choose(tt.accept, tt.allow)
 		if ok != tt.ok || got != tt.want {
 			t.Errorf("Choose(%q) = %+v, %v; want %+v, %v", tt.accept, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestParseAccept(t *testing.T) {
+	render := func(mts []MediaType) []string {
+		var out []string
+		for _, m := range mts {
+			out = append(out, m.Essence()+" "+strconv.FormatFloat(m.Q, 'g', -1, 64)+" "+m.Params["x"])
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		header string
+		want   []string
+	}{
+		{"", []string{"*/* 1 "}},
+		{"application/json", []string{"application/json 1 "}},
+		// q first, then specificity, then order; a comma inside quotes
+		// does not split; empty and malformed entries are skipped.
+		{`*/*;q=0.8, text/*, application/json;x="a,b", , bad, application/yaml;q=0.8, image/png;q=0`,
+			[]string{"application/json 1 a,b", "text/* 1 ", "application/yaml 0.8 ", "*/* 0.8 "}},
+		{"a/b,", []string{"a/b 1 "}},
+	} {
+		if got := render(ParseAccept(tc.header)); !slices.Equal(got, tc.want) {
+			t.Errorf("ParseAccept(%q) = %q, want %q", tc.header, got, tc.want)
 		}
 	}
 }
