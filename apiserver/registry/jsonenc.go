@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -102,10 +101,51 @@ func appendFields(dst []byte, m map[string]any, skip func(key string) bool) ([]b
 const hexDigits = "0123456789abcdef"
 
 // rawVerbatim reports whether encoding/json writes the raw JSON text v as
-// it is: valid, without whitespace to compact away and nothing its HTML-safe
-// mode escapes.
+// it is. It answers yes only for the shape of FieldsV1 the field manager
+// writes (an object whose members are objects of the same shape, keys of
+// printable ASCII without a quote, backslash, <, > or &, no whitespace) and
+// no for anything else, in one pass: what it turns away is encoded by
+// encoding/json, which validates it.
 func rawVerbatim(v json.RawMessage) bool {
-	return !bytes.ContainsAny(v, " \t\r\n<>&\u2028\u2029") && json.Valid(v)
+	end, ok := fieldsObject(v, 0, 0)
+	return ok && end == len(v)
+}
+
+// fieldsObject reads the object at v[i:] (see rawVerbatim) and returns the
+// offset after it.
+func fieldsObject(v []byte, i, depth int) (int, bool) {
+	if depth > 1000 || i >= len(v) || v[i] != '{' {
+		return 0, false
+	}
+	i++
+	if i < len(v) && v[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		if i >= len(v) || v[i] != '"' {
+			return 0, false
+		}
+		for i++; i < len(v) && v[i] != '"'; i++ {
+			if c := v[i]; c < 0x20 || c >= utf8.RuneSelf || c == '\\' || c == '<' || c == '>' || c == '&' {
+				return 0, false
+			}
+		}
+		if i+1 >= len(v) || v[i+1] != ':' {
+			return 0, false
+		}
+		var ok bool
+		if i, ok = fieldsObject(v, i+2, depth+1); !ok || i >= len(v) {
+			return 0, false
+		}
+		switch v[i] {
+		case ',':
+			i++
+		case '}':
+			return i + 1, true
+		default:
+			return 0, false
+		}
+	}
 }
 
 // appendJSONString appends s as a JSON string the way encoding/json does

@@ -173,3 +173,20 @@ func TestMayNeedEscapeExact(t *testing.T) {
 		}
 	}
 }
+
+// FuzzRawVerbatim holds the raw JSON fast path to encoding/json: what it
+// copies as it is must be what encoding/json writes.
+func FuzzRawVerbatim(f *testing.F) {
+	for _, s := range []string{`{}`, `{"f:data":{".":{},"f:v":{}}}`, `{"a":{"b":{}},"c":{}}`, `{"a":{}`, `{"<":{}}`, `{"a" :{}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if !rawVerbatim(raw) {
+			return
+		}
+		want, err := json.Marshal(json.RawMessage(raw))
+		if err != nil || !bytes.Equal(want, raw) {
+			t.Fatalf("rawVerbatim(%q) but encoding/json writes %q, %v", raw, want, err)
+		}
+	})
+}
