@@ -19,7 +19,11 @@ import (
 	"github.com/kapi-dev/kapi/codec"
 )
 
-// Object is a generic decoded JSON object.
+// Object is a generic decoded JSON object: maps, slices, strings,
+// json.Number, bools and nil. One exception: after a create's field manager
+// has run, metadata.managedFields[0].fieldsV1 is a json.RawMessage (the JSON
+// text of the field set, as Kubernetes' FieldsV1 holds it); validating
+// admission hooks and Result.Object see it so.
 type Object = map[string]any
 
 // Resource describes one resource type in one group version.
