@@ -123,3 +123,15 @@ func TestParseResourcePath(t *testing.T) {
 		}
 	}
 }
+
+func TestIsResourcePath(t *testing.T) {
+	for p, want := range map[string]bool{
+		"/api/v1/pods": true, "/api/v1": false, "/api/v1/": false, "/api": false, "/": false, "": false,
+		"/apis/g/v1/x": true, "/apis/g/v1": false, "/apis/g/v1/x/y/z": true, "/api//x": true, "api/v1/x/": true,
+		"/openapi/v3/apis/g/v1": false, "/apiss/g/v1/x": false,
+	} {
+		if got := isResourcePath(p); got != want {
+			t.Errorf("isResourcePath(%q) = %v, want %v", p, got, want)
+		}
+	}
+}

@@ -35,11 +35,13 @@ func routePath(r *http.Request) string {
 // isResourcePath reports whether p names API resources (/api/V/... or
 // /apis/G/V/...) rather than discovery documents.
 func isResourcePath(p string) bool {
-	parts := strings.Split(strings.Trim(p, "/"), "/")
+	p = strings.Trim(p, "/")
+	segments := strings.Count(p, "/") + 1
+	first, _, _ := strings.Cut(p, "/")
 	switch {
-	case len(parts) >= 3 && parts[0] == "api":
+	case segments >= 3 && first == "api":
 		return true
-	case len(parts) >= 4 && parts[0] == "apis":
+	case segments >= 4 && first == "apis":
 		return true
 	}
 	return false
@@ -236,8 +238,8 @@ func (s *Server) limit(next http.Handler) http.Handler {
 			return
 		}
 		if l.timeout > 0 {
-			ctx, cancel := context.WithTimeout(r.Context(), l.timeout)
-			defer cancel()
+			ctx := withRequestDeadline(r.Context(), l.timeout)
+			defer ctx.release()
 			r = r.WithContext(ctx)
 		}
 		next.ServeHTTP(w, r)

@@ -102,10 +102,17 @@ func (s *Store) write(ctx context.Context, op opKind, key, value []byte, expecte
 	}
 	select {
 	case s.queue <- req:
-	case <-s.closing:
-		return writeResult{err: storage.ErrClosed}
-	case <-ctx.Done():
-		return writeResult{err: ctx.Err()}
+	default:
+		// The queue is full: wait for room, for the end of the store or
+		// for ctx (asked for its Done channel only now: an HTTP request's
+		// context makes its timer then; see apiserver's deadlineCtx).
+		select {
+		case s.queue <- req:
+		case <-s.closing:
+			return writeResult{err: storage.ErrClosed}
+		case <-ctx.Done():
+			return writeResult{err: ctx.Err()}
+		}
 	}
 	select {
 	case r := <-req.done:
