@@ -35,7 +35,7 @@ func TestHotPathAllocationBudgets(t *testing.T) {
 	list1000 := measure(cmPath + "?limit=1000")
 	perItem := (list1000 - list100) / 900
 	t.Logf("allocations: get %.0f, list of 100 %.0f, list of 1000 %.0f (%.2f per item)", get, list100, list1000, perItem)
-	if budget := 64.0; get > budget {
+	if budget := 56.0; get > budget {
 		t.Errorf("a get allocates %.0f times, budget %.0f", get, budget)
 	}
 	if budget := 8.0; perItem > budget {
@@ -45,7 +45,9 @@ func TestHotPathAllocationBudgets(t *testing.T) {
 	// at a time, so one write per group commit). Computing a create's
 	// managedFields directly (patch.FieldManager), reading the body into one
 	// buffer and building validation messages only on errors brought it from
-	// about 355 to about 215.
+	// about 355 to about 215; writing a create's fieldsV1 as JSON text,
+	// decoding with one path stack and resolving the request once, from 200
+	// to 164.
 	n := 0
 	create := testing.AllocsPerRun(200, func() {
 		n++
@@ -56,7 +58,7 @@ func TestHotPathAllocationBudgets(t *testing.T) {
 		}
 	})
 	t.Logf("allocations: create %.0f", create)
-	if budget := 240.0; create > budget {
+	if budget := 180.0; create > budget {
 		t.Errorf("a create allocates %.0f times, budget %.0f", create, budget)
 	}
 }
