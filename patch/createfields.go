@@ -46,7 +46,7 @@ func (m *FieldManager) createManaged(obj, md map[string]any, manager string, now
 		"apiVersion": string(m.apiVersion),
 		"fieldsType": "FieldsV1",
 		"fieldsV1":   fv,
-		"time":       now.UTC().Truncate(time.Second).Format(time.RFC3339),
+		"time":       m.stamps.Value(now),
 	}}
 	return true
 }

@@ -68,6 +68,8 @@ type FieldManager struct {
 	// filters are the reset-field filters of the object and of /status.
 	mainFilter, statusFilter fieldpath.Filter
 
+	stamps meta.Stamps // the time of a create's entry
+
 	// smdOnly turns off the direct computation of a create's fields
 	// (createManaged), for the tests that hold it to structured-merge-diff.
 	smdOnly bool

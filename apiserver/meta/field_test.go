@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"sync"
 	"testing"
+	"time"
 )
 
 func TestPathString(t *testing.T) {
@@ -133,4 +135,41 @@ func TestErrorListToAggregate(t *testing.T) {
 	if !errors.As(err, &fe) || fe != one {
 		t.Errorf("errors.As did not find the first member")
 	}
+}
+
+func TestStamps(t *testing.T) {
+	var s Stamps
+	base := time.Date(2026, 11, 22, 13, 4, 5, 0, time.FixedZone("x", 3600))
+	for _, tc := range []struct {
+		t    time.Time
+		want string
+	}{
+		{base, "2026-11-22T12:04:05Z"},
+		{base.Add(999 * time.Millisecond), "2026-11-22T12:04:05Z"},
+		{base.Add(time.Second), "2026-11-22T12:04:06Z"},
+		{base, "2026-11-22T12:04:05Z"},
+		{time.Date(1969, 12, 31, 23, 59, 59, 500, time.UTC), "1969-12-31T23:59:59Z"},
+	} {
+		if got := s.Value(tc.t); got != tc.want {
+			t.Errorf("Value(%v) = %v, want %s", tc.t, got, tc.want)
+		}
+		if want := NewTime(tc.t).Format(TimeFormat); s.Value(tc.t) != want {
+			t.Errorf("Value(%v) differs from NewTime's %s", tc.t, want)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 1000 {
+				tt := base.Add(time.Duration(i*1000+j) * time.Millisecond)
+				if got, want := s.Value(tt), tt.UTC().Truncate(time.Second).Format(TimeFormat); got != want {
+					t.Errorf("Value(%v) = %v, want %s", tt, got, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -19,7 +19,10 @@
 // DeepEqual, never with a type switch on float64 or reflect.DeepEqual.
 package meta
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // TypeMeta is the apiVersion and kind of an object.
 type TypeMeta struct {
@@ -265,4 +268,29 @@ func ParseGroupVersion(s string) (GroupVersion, bool) {
 		}
 	}
 	return GroupVersion{Version: s}, true
+}
+
+// Stamps formats timestamps the way objects carry them (TimeFormat, UTC,
+// whole seconds) and keeps the last one: writes in the same second share one
+// string, already boxed for a generic object. The zero Stamps is ready; it
+// is safe for concurrent use.
+type Stamps struct {
+	last atomic.Pointer[stamp]
+}
+
+type stamp struct {
+	sec int64
+	v   any // the formatted string
+}
+
+// Value returns t formatted as TimeFormat in UTC, to whole seconds, as a
+// value for a generic object's field.
+func (s *Stamps) Value(t time.Time) any {
+	sec := t.Unix()
+	if p := s.last.Load(); p != nil && p.sec == sec {
+		return p.v
+	}
+	p := &stamp{sec: sec, v: time.Unix(sec, 0).UTC().Format(TimeFormat)}
+	s.last.Store(p)
+	return p.v
 }

@@ -70,6 +70,8 @@ type Registry struct {
 	// instance over one store shares it.
 	continueKey []byte
 
+	stamps meta.Stamps // creationTimestamp of creates
+
 	mu        sync.RWMutex
 	stores    map[meta.GroupVersionResource]*Store
 	gen       uint64

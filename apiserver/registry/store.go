@@ -221,7 +221,7 @@ func (s *Store) Create(ctx context.Context, ns string, obj Object, opts WriteOpt
 	}
 	now := s.reg.cfg.Now()
 	md["uid"] = s.reg.cfg.NewUID()
-	md["creationTimestamp"] = meta.NewTime(now).UTC().Format(meta.TimeFormat)
+	md["creationTimestamp"] = s.reg.stamps.Value(now)
 	delete(md, "deletionTimestamp")
 	delete(md, "deletionGracePeriodSeconds")
 	if res.Options.NoGeneration {
