@@ -172,6 +172,18 @@ func (m *FieldManager) Update(live, obj map[string]any, manager, subresource str
 	}
 	reqMF, hasReq := md["managedFields"]
 	delete(md, "managedFields")
+	if manager == "" {
+		manager = UnknownManager
+	}
+	// A create with nothing to keep: the direct computation (tried once;
+	// the sets below are built only when it declines).
+	created := live == nil && subresource == "" && !m.smdOnly
+	if created && !hasReq {
+		if m.createManaged(obj, md, manager, now) {
+			return nil
+		}
+		created = false
+	}
 	var ms managedSet
 	switch {
 	case subresource != "":
@@ -189,10 +201,7 @@ func (m *FieldManager) Update(live, obj map[string]any, manager, subresource str
 	if len(ms.fields) == 0 && live != nil {
 		return nil
 	}
-	if manager == "" {
-		manager = UnknownManager
-	}
-	if live == nil && subresource == "" && len(ms.fields) == 0 && !m.smdOnly && m.createManaged(obj, md, manager, now) {
+	if created && len(ms.fields) == 0 && m.createManaged(obj, md, manager, now) {
 		return nil
 	}
 	liveTV, err := m.typedObject(live, true)
