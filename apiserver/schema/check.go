@@ -202,7 +202,7 @@ func (c *checker) checkValues(s *Schema, p *meta.Path) {
 		}
 		cp := meta.DeepCopy(s.Default)
 		var pr pruner
-		pr.prune(cp, s, nil, false)
+		pr.prune(cp, s, false)
 		for _, f := range pr.dropped {
 			c.add(meta.Invalid(p.Child("default"), s.Default, fmt.Sprintf("must not have unknown fields, found %q", f)))
 		}

@@ -23,20 +23,45 @@ func Prune(obj any, s *Schema) []string {
 	if s == nil {
 		return nil
 	}
-	p := pruner{}
-	p.prune(obj, s, nil, true)
+	p := pruner{path: make([]pathElem, 0, 8)}
+	p.prune(obj, s, true)
 	slices.Sort(p.dropped)
 	return slices.Compact(p.dropped)
 }
 
+// pruner prunes one object. path is the place of the value being pruned,
+// kept as a stack and rendered only for a dropped field.
 type pruner struct {
 	dropped []string
+	path    []pathElem
+}
+
+// pathElem is a field name, or an index when index >= 0.
+type pathElem struct {
+	name  string
+	index int
+}
+
+func (p *pruner) push(e pathElem) { p.path = append(p.path, e) }
+func (p *pruner) pop()            { p.path = p.path[:len(p.path)-1] }
+
+// drop records the field k of the value at p.path as dropped.
+func (p *pruner) drop(k string) {
+	var mp *meta.Path
+	for _, e := range p.path {
+		if e.index >= 0 {
+			mp = mp.Index(e.index)
+		} else {
+			mp = mp.Child(e.name)
+		}
+	}
+	p.dropped = append(p.dropped, mp.Child(k).String())
 }
 
 // keepResourceField handles apiVersion, kind and metadata of a resource
 // (the root or an embedded resource), reporting whether k was one of them
 // and kept.
-func (p *pruner) keepResourceField(x map[string]any, k string, path *meta.Path) bool {
+func (p *pruner) keepResourceField(x map[string]any, k string) bool {
 	switch k {
 	case "apiVersion", "kind":
 		_, ok := x[k].(string)
@@ -44,24 +69,31 @@ func (p *pruner) keepResourceField(x map[string]any, k string, path *meta.Path) 
 	case "metadata":
 		m, ok := x[k].(map[string]any)
 		if ok {
-			p.prune(m, objectMetaSchema, path.Child(k), false)
+			p.field(m, objectMetaSchema, k)
 		}
 		return ok
 	}
 	return false
 }
 
+// field prunes v, field k of the value at p.path, against s.
+func (p *pruner) field(v any, s *Schema, k string) {
+	p.push(pathElem{name: k, index: -1})
+	p.prune(v, s, false)
+	p.pop()
+}
+
 // prune prunes x against s; resource is true at the root.
-func (p *pruner) prune(x any, s *Schema, path *meta.Path, resource bool) {
+func (p *pruner) prune(x any, s *Schema, resource bool) {
 	if s != nil && s.XPreserveUnknownFields {
-		p.skipPrune(x, s, path, resource)
+		p.skipPrune(x, s, resource)
 		return
 	}
 	switch t := x.(type) {
 	case map[string]any:
 		if s == nil {
 			for k := range t {
-				p.dropped = append(p.dropped, path.Child(k).String())
+				p.drop(k)
 				delete(t, k)
 			}
 			return
@@ -71,20 +103,20 @@ func (p *pruner) prune(x any, s *Schema, path *meta.Path, resource bool) {
 		}
 		resource = resource || s.XEmbeddedResource
 		for k, v := range t {
-			if resource && p.keepResourceField(t, k, path) {
+			if resource && p.keepResourceField(t, k) {
 				continue
 			}
 			if ps, ok := s.Properties[k]; ok {
-				p.prune(v, ps, path.Child(k), false)
+				p.field(v, ps, k)
 				continue
 			}
 			if ap := s.AdditionalProperties; ap != nil && (ap.Allows || ap.Schema != nil) {
 				if ap.Schema != nil {
-					p.prune(v, ap.Schema, path.Child(k), false)
+					p.field(v, ap.Schema, k)
 				}
 				continue
 			}
-			p.dropped = append(p.dropped, path.Child(k).String())
+			p.drop(k)
 			delete(t, k)
 		}
 	case []any:
@@ -96,14 +128,16 @@ func (p *pruner) prune(x any, s *Schema, path *meta.Path, resource bool) {
 			items = s.Items
 		}
 		for i, e := range t {
-			p.prune(e, items, path.Index(i), false)
+			p.push(pathElem{index: i})
+			p.prune(e, items, false)
+			p.pop()
 		}
 	}
 }
 
 // skipPrune walks a value whose schema preserves unknown fields: unknown
 // fields stay, known ones are pruned by their schemas.
-func (p *pruner) skipPrune(x any, s *Schema, path *meta.Path, resource bool) {
+func (p *pruner) skipPrune(x any, s *Schema, resource bool) {
 	if s == nil {
 		return
 	}
@@ -112,18 +146,20 @@ func (p *pruner) skipPrune(x any, s *Schema, path *meta.Path, resource bool) {
 		resource = resource || s.XEmbeddedResource
 		for k, v := range t {
 			if resource && (k == "apiVersion" || k == "kind" || k == "metadata") {
-				p.keepResourceField(t, k, path)
+				p.keepResourceField(t, k)
 				continue
 			}
 			if ps, ok := s.Properties[k]; ok {
-				p.prune(v, ps, path.Child(k), false)
+				p.field(v, ps, k)
 			} else if as := s.additional(); as != nil {
-				p.prune(v, as, path.Child(k), false)
+				p.field(v, as, k)
 			}
 		}
 	case []any:
 		for i, e := range t {
-			p.skipPrune(e, s.Items, path.Index(i), false)
+			p.push(pathElem{index: i})
+			p.skipPrune(e, s.Items, false)
+			p.pop()
 		}
 	}
 }
