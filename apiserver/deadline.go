@@ -14,17 +14,17 @@ import (
 // with the parent and a channel per request were 2% of a create's CPU.
 //
 // Done makes the real context.WithDeadline child, and from then on the child
-// answers Err and Value. Until then Err is the parent's error, or
-// DeadlineExceeded once the clock passes the deadline (and, so that the two
-// stay in step, makes the child, already expired). One imperfection is left:
-// context.Cause of a context whose deadline passed before anything called
-// its Done or Err is nil instead of DeadlineExceeded.
+// answers Err and Value. Until then Err is the parent's error, or, once the
+// clock passes the deadline or the request is over (release), the error of
+// the child it then makes, already expired or canceled: so Err, Done, Value
+// and context.Cause stay in step.
 type deadlineCtx struct {
 	context.Context // the request's
 	deadline        time.Time
 
-	mu    sync.Mutex
-	child atomic.Pointer[derivedCtx]
+	mu       sync.Mutex
+	child    atomic.Pointer[derivedCtx]
+	released atomic.Bool // set under mu
 }
 
 // derivedCtx is the context.WithDeadline child of a deadlineCtx.
@@ -53,7 +53,7 @@ func (c *deadlineCtx) Err() error {
 	if err := c.Context.Err(); err != nil {
 		return err
 	}
-	if time.Now().Before(c.deadline) {
+	if !c.released.Load() && time.Now().Before(c.deadline) {
 		return nil
 	}
 	return c.derived().Err()
@@ -77,13 +77,20 @@ func (c *deadlineCtx) derived() context.Context {
 		return d.ctx
 	}
 	ctx, cancel := context.WithDeadline(c.Context, c.deadline)
+	if c.released.Load() {
+		cancel() // the request is over: canceled, as after release
+	}
 	c.child.Store(&derivedCtx{ctx: ctx, cancel: cancel})
 	return ctx
 }
 
-// release frees the child's timer and parent registration, if it was made,
-// once the request is over (as the cancel of context.WithDeadline).
+// release ends the context when the request is over, as the cancel function
+// of context.WithDeadline: the child, if made, is canceled (its timer and
+// parent registration freed), and one made later is canceled from the start.
 func (c *deadlineCtx) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.released.Store(true)
 	if d := c.child.Load(); d != nil {
 		d.cancel()
 	}

@@ -109,6 +109,43 @@ func TestDeadlineCtxAsWithDeadline(t *testing.T) {
 		}
 	})
 
+	t.Run("release before anything asked", func(t *testing.T) {
+		c := withRequestDeadline(parent, time.Hour)
+		c.release()
+		if !errors.Is(c.Err(), context.Canceled) {
+			t.Fatalf("Err after release = %v", c.Err())
+		}
+		select {
+		case <-c.Done():
+		default:
+			t.Fatal("Done open after release")
+		}
+		ran := make(chan struct{})
+		context.AfterFunc(c, func() { close(ran) })
+		select {
+		case <-ran:
+		case <-time.After(5 * time.Second):
+			t.Fatal("AfterFunc did not run for a released context")
+		}
+	})
+
+	t.Run("release racing Done", func(t *testing.T) {
+		for range 100 {
+			c := withRequestDeadline(parent, time.Hour)
+			var done <-chan struct{}
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() { defer wg.Done(); done = c.Done() }()
+			c.release()
+			wg.Wait()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatal("a Done made while releasing stayed open")
+			}
+		}
+	})
+
 	t.Run("release cancels a made child", func(t *testing.T) {
 		c := withRequestDeadline(parent, time.Hour)
 		done := c.Done()

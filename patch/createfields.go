@@ -173,7 +173,7 @@ func fieldType(t *smdschema.Map, key string) (smdschema.TypeRef, bool) {
 type fieldsWalker struct {
 	s    *smdschema.Schema
 	buf  []byte
-	keys []string // scratch for sortedKeys, reused down the walk
+	keys []string // a stack of the keys being walked (pushKeys, popKeys)
 }
 
 // field appends ,"f:name": to buf (the comma of a member after another).

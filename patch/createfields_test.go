@@ -42,6 +42,9 @@ const richSchema = `{"type":"object","properties":{
 // createFieldsCases are objects for the differential tests, each created
 // with and without a status subresource.
 var createFieldsCases = []string{
+	// Keys encoding/json escapes (<, >, &, U+2028, invalid UTF-8) or not
+	// (other non-ASCII).
+	"{\"metadata\":{\"name\":\"n\",\"labels\":{\"<a&>\":\"x\",\"l\\u2028\":\"y\",\"\u00e9\":\"z\"}},\"data\":{\"<b>\":\"v\",\"\xff\":\"w\",\"q\\\"\\\\\":\"u\"}}",
 	// A configmap as kbench creates it, as the store hands it over.
 	`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"ns","uid":"u","creationTimestamp":"2010-10-10T00:00:00Z","generation":1},"data":{"k0":"v","k1":"w"}}`,
 	// Only what is never recorded: no managedFields.
@@ -120,6 +123,14 @@ func createBoth(t testing.TB, fast, ref *FieldManager, js, manager string) bool 
 	}
 	if ja, jb := toJSON(t, a), toJSON(t, b); ja != jb {
 		t.Fatalf("%s (status %v):\n got %s\nwant %s", js, fast.status, ja, jb)
+	}
+	// The direct path's fieldsV1 is JSON text, which json.Marshal above
+	// compacts and escapes again: its own bytes must already be what
+	// encoding/json writes for structured-merge-diff's map.
+	if raw, ok := fieldsV1Of(a).(json.RawMessage); ok {
+		if want := toJSON(t, fieldsV1Of(b)); string(raw) != want {
+			t.Fatalf("%s (status %v): fieldsV1 text\n got %s\nwant %s", js, fast.status, raw, want)
+		}
 	}
 	fast.init()
 	md, _ := meta.DeepCopyMap(o)["metadata"].(map[string]any)
@@ -238,4 +249,15 @@ func BenchmarkCreateFields(b *testing.B) {
 			}
 		})
 	}
+}
+
+// fieldsV1Of is the fieldsV1 of o's first managedFields entry, nil if none.
+func fieldsV1Of(o map[string]any) any {
+	md, _ := o["metadata"].(map[string]any)
+	mf, _ := md["managedFields"].([]any)
+	if len(mf) == 0 {
+		return nil
+	}
+	e, _ := mf[0].(map[string]any)
+	return e["fieldsV1"]
 }

@@ -342,7 +342,7 @@ func typeError(p *Path, value any, want string) *FieldError {
 }
 
 func jsonTypeName(v any) string {
-	switch v.(type) {
+	switch t := v.(type) {
 	case nil:
 		return "null"
 	case bool:
@@ -353,6 +353,8 @@ func jsonTypeName(v any) string {
 		return "object"
 	case []any:
 		return "array"
+	case json.RawMessage:
+		return rawJSONTypeName(t)
 	}
 	if _, ok := AsInt64(v); ok {
 		return "integer"
@@ -650,4 +652,25 @@ func isJSONObject(x any) bool {
 		return len(t) > 0 && t[0] == '{' && json.Valid(t)
 	}
 	return false
+}
+
+// rawJSONTypeName is jsonTypeName of the value JSON text holds.
+func rawJSONTypeName(raw json.RawMessage) string {
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	if !json.Valid(t) || len(t) == 0 {
+		return "invalid JSON"
+	}
+	switch t[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
 }

@@ -225,8 +225,8 @@ func TestValidateObjectMeta(t *testing.T) {
 		{name: "managed fields as raw JSON", md: `{"name":"a","managedFields":[{"manager":"m","operation":"Update","fieldsType":"FieldsV1"},{"manager":"n","operation":"Update","fieldsType":"FieldsV1"},{"manager":"o","operation":"Update","fieldsType":"FieldsV1"}]}`,
 			raw: []json.RawMessage{json.RawMessage(` {"f:data":{}}`), json.RawMessage(`[]`), json.RawMessage(`{"f:data":`)},
 			want: []string{
-				`metadata.managedFields[1].fieldsV1: Invalid value: "json.RawMessage": metadata.managedFields[1].fieldsV1 in body must be of type object: "json.RawMessage"`,
-				`metadata.managedFields[2].fieldsV1: Invalid value: "json.RawMessage": metadata.managedFields[2].fieldsV1 in body must be of type object: "json.RawMessage"`,
+				`metadata.managedFields[1].fieldsV1: Invalid value: "array": metadata.managedFields[1].fieldsV1 in body must be of type object: "array"`,
+				`metadata.managedFields[2].fieldsV1: Invalid value: "invalid JSON": metadata.managedFields[2].fieldsV1 in body must be of type object: "invalid JSON"`,
 			}},
 		{name: "wrong types", md: `{"name":5,"namespace":"ns","labels":"x","annotations":{"a":1},"finalizers":"f","generation":"1","ownerReferences":[{"uid":3}],"creationTimestamp":"yesterday","deletionGracePeriodSeconds":1.5}`, namespaced: true,
 			want: []string{

@@ -177,7 +177,9 @@ func TestMayNeedEscapeExact(t *testing.T) {
 // FuzzRawVerbatim holds the raw JSON fast path to encoding/json: what it
 // copies as it is must be what encoding/json writes.
 func FuzzRawVerbatim(f *testing.F) {
-	for _, s := range []string{`{}`, `{"f:data":{".":{},"f:v":{}}}`, `{"a":{"b":{}},"c":{}}`, `{"a":{}`, `{"<":{}}`, `{"a" :{}}`} {
+	for _, s := range []string{`{}`, `{"f:data":{".":{},"f:v":{}}}`, `{"a":{"b":{}},"c":{}}`, `{"a":{}`, `{"<":{}}`, `{"a" :{}}`,
+		`{"k:{\"name\":\"a\"}":{".":{}}}`, `{"\u00e9":{}}`, "{\"\xc3\xa9\":{}}", "{\"\xff\":{}}", "{\"a\u2028\":{}}", `{"a":{"b":{"c":{"d":{}}}}}`,
+		`{"a":{},"a":{}}`, `{"a":{}}}`, `{"\x7f":{}}`, `{"a":[]}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
