@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -71,6 +72,10 @@ type Registry struct {
 	continueKey []byte
 
 	stamps meta.Stamps // creationTimestamp of creates
+	// nsStates remembers, per namespace, whether it is terminating at a
+	// revision (nsState), for the namespace check of every create.
+	nsStates     sync.Map
+	nsStateCount atomic.Int64
 
 	mu        sync.RWMutex
 	stores    map[meta.GroupVersionResource]*Store
@@ -352,7 +357,7 @@ func (r *Registry) namespaceExists(ctx context.Context, ns string) error {
 	key := st.key("", ns)
 	if c, err := st.watchCache(); err == nil {
 		if o, rev, ok := c.Peek(key); ok && o != nil && rev >= st.written.Load() {
-			return namespaceState(o.Value, o.Revision)
+			return r.namespaceStateOf(ns, o.Value, o.Revision)
 		}
 	}
 	kv, err := r.cfg.Storage.Get(ctx, key, 0)
@@ -362,7 +367,39 @@ func (r *Registry) namespaceExists(ctx context.Context, ns string) error {
 	if err != nil {
 		return storageError(err, st.res.GroupResource(), ns)
 	}
-	return namespaceState(kv.Value, kv.Revision)
+	return r.namespaceStateOf(ns, kv.Value, kv.Revision)
+}
+
+// nsStateMemoSize bounds the namespace state memo; past it, it starts over.
+const nsStateMemoSize = 4096
+
+// nsState is namespaceState's answer for one revision of a namespace.
+type nsState struct {
+	rev         int64
+	terminating bool
+}
+
+// namespaceStateOf is namespaceState of namespace ns at revision rev,
+// remembered per namespace: a revision's answer never changes, and creates
+// ask it of the same few namespaces over and over.
+func (r *Registry) namespaceStateOf(ns string, value []byte, rev int64) error {
+	if v, ok := r.nsStates.Load(ns); ok {
+		if st := v.(nsState); st.rev == rev {
+			if st.terminating {
+				return errNamespaceTerminating
+			}
+			return nil
+		}
+	}
+	err := namespaceState(value, rev)
+	if err != nil && !errors.Is(err, errNamespaceTerminating) {
+		return err // not remembered
+	}
+	if _, replaced := r.nsStates.Swap(ns, nsState{rev: rev, terminating: err != nil}); !replaced && r.nsStateCount.Add(1) > nsStateMemoSize {
+		r.nsStates.Clear()
+		r.nsStateCount.Store(0)
+	}
+	return err
 }
 
 // namespaceState returns errNamespaceTerminating when the stored namespace
