@@ -11,6 +11,7 @@ import (
 
 	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/codec"
 	"github.com/kapi-dev/kapi/watch"
 )
 
@@ -188,9 +189,9 @@ func (e jsonWatchEncoder) AppendEvent(dst []byte, typ watch.EventType, obj *watc
 
 func (e jsonWatchEncoder) AppendBookmark(dst []byte, rev int64, initialEventsEnd bool) ([]byte, error) {
 	dst = append(dst, `{"type":"BOOKMARK","object":{"kind":`...)
-	dst = appendJSONString(dst, e.kind)
+	dst = codec.AppendJSONString(dst, e.kind)
 	dst = append(dst, `,"apiVersion":`...)
-	dst = appendJSONString(dst, e.apiVersion)
+	dst = codec.AppendJSONString(dst, e.apiVersion)
 	dst = append(dst, `,"metadata":{"resourceVersion":"`...)
 	dst = strconv.AppendInt(dst, rev, 10)
 	dst = append(dst, '"')
@@ -209,9 +210,4 @@ func (e jsonWatchEncoder) AppendError(dst []byte, err error) []byte {
 	dst = append(dst, `{"type":"ERROR","object":`...)
 	dst = append(dst, status...)
 	return append(dst, "}\n"...)
-}
-
-func appendJSONString(dst []byte, s string) []byte {
-	b, _ := json.Marshal(s)
-	return append(dst, b...)
 }

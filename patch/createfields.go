@@ -11,6 +11,8 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
+
+	"github.com/kapi-dev/kapi/codec"
 )
 
 // createManaged sets obj's metadata.managedFields (md is its metadata,
@@ -183,27 +185,14 @@ func (w *fieldsWalker) field(name string) {
 }
 
 // member appends the key prefix+name and its colon, escaped as
-// encoding/json escapes strings.
+// encoding/json escapes strings (prefix is plain ASCII: "f:" or "").
 func (w *fieldsWalker) member(prefix, name string) {
-	if plainJSON(name) {
-		w.buf = append(w.buf, '"')
-		w.buf = append(w.buf, prefix...)
-		w.buf = append(w.buf, name...)
-		w.buf = append(w.buf, '"', ':')
-		return
-	}
-	b, _ := json.Marshal(prefix + name) // a string always encodes
-	w.buf = append(append(w.buf, b...), ':')
-}
-
-// plainJSON reports whether encoding/json writes s between quotes as it is.
-func plainJSON(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if b := s[i]; b < 0x20 || b >= utf8.RuneSelf || b == '"' || b == '\\' || b == '<' || b == '>' || b == '&' {
-			return false
-		}
-	}
-	return true
+	w.buf = append(append(w.buf, '"'), prefix...)
+	at := len(w.buf)
+	w.buf = codec.AppendJSONString(w.buf, name)
+	// The name's own opening quote goes: the prefix stands before it.
+	copy(w.buf[at:], w.buf[at+1:])
+	w.buf = append(w.buf[:len(w.buf)-1], ':')
 }
 
 // pushKeys pushes m's keys, sorted, onto w.keys and returns them. The

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/kapi-dev/kapi/codec"
 )
 
 // Stored values are the object's JSON without metadata.resourceVersion (the
@@ -41,7 +43,7 @@ func encodeStored(obj Object) ([]byte, error) {
 	for _, k := range [...]string{"apiVersion", "kind"} {
 		if v, ok := obj[k]; ok {
 			var err error
-			typeMeta = append(appendJSONString(typeMeta, k), ':')
+			typeMeta = append(codec.AppendJSONString(typeMeta, k), ':')
 			if typeMeta, err = appendJSON(typeMeta, v); err != nil {
 				return nil, fmt.Errorf("registry: encoding field %s: %w", k, err)
 			}
