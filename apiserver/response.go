@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 
@@ -267,7 +269,33 @@ func (s *Server) writeEncoded(w http.ResponseWriter, r *http.Request, code int, 
 	h := w.Header()
 	h.Set("Content-Type", c.Format.MediaType())
 	h.Set("X-Content-Type-Options", "nosniff")
+	if _, ok := h["Date"]; !ok {
+		h["Date"] = s.date.value(time.Now())
+	}
 	writeChunks(w, r, code, chunks)
+}
+
+// dateHeader is a response's Date header, formatted as net/http does
+// (http.TimeFormat, to the second) once a second instead of once per
+// response. The zero dateHeader is ready; it is safe for concurrent use.
+type dateHeader struct {
+	last atomic.Pointer[dateValue]
+}
+
+type dateValue struct {
+	sec int64
+	v   []string // len == cap: an Add to the header copies it
+}
+
+// value returns the header's value for t. Callers must not modify it.
+func (d *dateHeader) value(t time.Time) []string {
+	sec := t.Unix()
+	if p := d.last.Load(); p != nil && p.sec == sec {
+		return p.v
+	}
+	p := &dateValue{sec: sec, v: []string{time.Unix(sec, 0).UTC().Format(http.TimeFormat)}}
+	d.last.Store(p)
+	return p.v
 }
 
 // writeChunks writes a body made of chunks, gzip-compressed when it is large

@@ -160,6 +160,8 @@ type Server struct {
 	// writeTimeout bounds one write of a watch or a stream, in nanoseconds
 	// (watchWriteTimeout; tests shorten it).
 	writeTimeout atomic.Int64
+
+	date dateHeader // the Date header of responses, formatted once a second
 }
 
 // New returns a Server over cfg.Storage serving core v1 namespaces, with the

@@ -51,6 +51,10 @@ type fileTracker struct {
 	format string // Badger's file name format
 	fid    int    // newest known file id
 	f      *os.File
+	// next is the path of file fid+1, formatted once per rotation: every
+	// group commit looks for it.
+	next    string
+	nextFid int
 }
 
 func newSyncer(dir string) (*syncer, error) {
@@ -98,8 +102,10 @@ func (t *fileTracker) path(dir string, fid int) string {
 
 // advanced reports whether a file newer than the tracked one exists.
 func (t *fileTracker) advanced(dir string) bool {
-	_, err := os.Stat(t.path(dir, t.fid+1))
-	return err == nil
+	if t.next == "" || t.nextFid != t.fid+1 {
+		t.next, t.nextFid = t.path(dir, t.fid+1), t.fid+1
+	}
+	return fileExists(t.next)
 }
 
 // sync fsyncs the tracked file and every newer one, oldest first, and
