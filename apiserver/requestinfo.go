@@ -5,8 +5,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/kapi-dev/kapi/apiserver/auth"
 )
 
@@ -85,11 +83,31 @@ func parseResourcePath(rest string) (ns, resource, name, sub string, ok bool) {
 	return ns, resource, name, sub, true
 }
 
+// splitResourcePath splits a URL path below a group version
+// (/api/VERSION/REST or /apis/GROUP/VERSION/REST) as the router's resource
+// routes do, on the path the router sees (rawRoutePath). ok is false for
+// any other path, and for an empty group, version or rest.
+func splitResourcePath(p string) (group, version, rest string, ok bool) {
+	switch {
+	case strings.HasPrefix(p, "/api/"):
+		version, rest, ok = strings.Cut(p[len("/api/"):], "/")
+	case strings.HasPrefix(p, "/apis/"):
+		var gv string
+		if group, gv, ok = strings.Cut(p[len("/apis/"):], "/"); ok && group != "" {
+			version, rest, ok = strings.Cut(gv, "/")
+		}
+	}
+	return group, version, rest, ok && version != "" && rest != ""
+}
+
 // resolveRequest builds the request info of a resource request.
 func resolveRequest(r *http.Request) (requestInfo, bool) {
-	info := requestInfo{Group: chi.URLParam(r, "group"), Version: chi.URLParam(r, "version")}
-	var ok bool
-	info.Namespace, info.Resource, info.Name, info.Subresource, ok = parseResourcePath(chi.URLParam(r, "*"))
+	group, version, rest, ok := splitResourcePath(rawRoutePath(r))
+	if !ok {
+		return requestInfo{}, false
+	}
+	info := requestInfo{Group: group, Version: version}
+	info.Namespace, info.Resource, info.Name, info.Subresource, ok = parseResourcePath(rest)
 	if !ok {
 		return info, false
 	}

@@ -197,21 +197,8 @@ func rawRoutePath(r *http.Request) string {
 // as the router and resolveRequest do.
 func resourceOfPath(p string) (gvr meta.GroupVersionResource, sub string, ok bool) {
 	var rest string
-	switch {
-	case strings.HasPrefix(p, "/api/"):
-		v, r, found := strings.Cut(p[len("/api/"):], "/")
-		if !found {
-			return gvr, "", false
-		}
-		gvr.Version, rest = v, r
-	case strings.HasPrefix(p, "/apis/"):
-		parts := strings.SplitN(p[len("/apis/"):], "/", 3)
-		if len(parts) != 3 {
-			return gvr, "", false
-		}
-		gvr.Group, gvr.Version, rest = parts[0], parts[1], parts[2]
-	default:
-		return gvr, "", false
+	if gvr.Group, gvr.Version, rest, ok = splitResourcePath(p); !ok {
+		return meta.GroupVersionResource{}, "", false
 	}
 	_, gvr.Resource, _, sub, ok = parseResourcePath(rest)
 	return gvr, sub, ok

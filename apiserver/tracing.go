@@ -150,10 +150,17 @@ func (s *Server) spanRoute(r *http.Request, info *requestInfo) string {
 		}
 		return b.String()
 	}
-	if rc := chi.RouteContext(r.Context()); rc != nil {
-		return rc.RoutePattern()
+	rc := chi.RouteContext(r.Context())
+	if g, _, _, ok := splitResourcePath(rawRoutePath(r)); ok {
+		// Served without the router (ServeHTTP): its pattern, after the
+		// pattern of a router kapi is mounted in, if any.
+		pattern := "/api/{version}/*"
+		if g != "" {
+			pattern = "/apis/{group}/{version}/*"
+		}
+		return strings.TrimSuffix(rc.RoutePattern(), "/*") + pattern
 	}
-	return ""
+	return rc.RoutePattern() // "" without a route context
 }
 
 // knownRoute reports whether info names a registered resource and, if it
