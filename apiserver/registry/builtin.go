@@ -202,10 +202,18 @@ func isConfigMapKey(k string) bool {
 const maxConfigMapSize = 1 << 20
 
 func validateConfigMap(obj Object) meta.ErrorList {
-	var errs meta.ErrorList
-	total := 0
 	data, _ := obj["data"].(map[string]any)
 	bin, _ := obj["binaryData"].(map[string]any)
+	if len(bin) == 0 && validConfigMapData(data) {
+		return nil // the common case, without sorting keys or building paths
+	}
+	return configMapErrors(data, bin)
+}
+
+// configMapErrors validates a configmap's data and binaryData, in key order.
+func configMapErrors(data, bin map[string]any) meta.ErrorList {
+	var errs meta.ErrorList
+	total := 0
 	checkKey := func(p *meta.Path, k string) {
 		switch {
 		case len(k) > 253:
@@ -240,6 +248,22 @@ func validateConfigMap(obj Object) meta.ErrorList {
 		errs = append(errs, meta.TooLong(meta.NewPath(""), "", maxConfigMapSize))
 	}
 	return errs
+}
+
+// validConfigMapData reports whether data's keys are all valid and its
+// values fit the size limit: validateConfigMap's answer for a configmap
+// without binaryData, when that answer is no error.
+func validConfigMapData(data map[string]any) bool {
+	total := 0
+	for k, v := range data {
+		if len(k) > 253 || !isConfigMapKey(k) || k == "." || k == ".." {
+			return false
+		}
+		if s, ok := v.(string); ok {
+			total += len(s)
+		}
+	}
+	return total <= maxConfigMapSize
 }
 
 func sortedKeys(m map[string]any) []string {
