@@ -33,10 +33,6 @@ type derivedCtx struct {
 	cancel context.CancelFunc
 }
 
-func withRequestDeadline(parent context.Context, timeout time.Duration) *deadlineCtx {
-	return &deadlineCtx{Context: parent, deadline: time.Now().Add(timeout)}
-}
-
 func (c *deadlineCtx) Deadline() (time.Time, bool) {
 	if d, ok := c.Context.Deadline(); ok && d.Before(c.deadline) {
 		return d, true

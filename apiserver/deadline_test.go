@@ -16,6 +16,11 @@ import (
 
 type ctxKey struct{}
 
+// withRequestDeadline is a deadlineCtx as the request state sets one up.
+func withRequestDeadline(parent context.Context, timeout time.Duration) *deadlineCtx {
+	return &deadlineCtx{Context: parent, deadline: time.Now().Add(timeout)}
+}
+
 // TestDeadlineCtxAsWithDeadline checks the request deadline context answers
 // as context.WithDeadline would, whether or not its Done channel was made.
 func TestDeadlineCtxAsWithDeadline(t *testing.T) {

@@ -129,12 +129,8 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 	m := s.metrics
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		info := &requestInfo{}
-		ctx := context.WithValue(r.Context(), auditInfoKey{}, info)
-		if existing, ok := r.Context().Value(auditInfoKey{}).(*requestInfo); ok {
-			info, ctx = existing, r.Context()
-		}
-		long := s.isLongRunning(r)
+		st := stateOf(r)
+		info, long := &st.info, st.long
 		if !long {
 			g := m.inflightReadOnly
 			switch r.Method {
@@ -144,10 +140,7 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 			g.Inc()
 			defer g.Dec()
 		}
-		rec, ok := w.(*statusRecorder)
-		if !ok {
-			rec = &statusRecorder{ResponseWriter: w}
-		}
+		rec := st.recorder(w)
 		var lr prometheus.Gauge
 		if long {
 			// The request info is known only inside the handler; count the
@@ -157,12 +150,12 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 					lr.Dec()
 				}
 			}()
-			ctx = context.WithValue(ctx, longRunningKey{}, func(info requestInfo) {
+			st.noteLong = func(info requestInfo) {
 				lr = m.longRunning.WithLabelValues(info.Verb, info.Group, info.Version, info.Resource, scopeOf(info), "apiserver")
 				lr.Inc()
-			})
+			}
 		}
-		next.ServeHTTP(rec, r.WithContext(ctx))
+		next.ServeHTTP(rec, r)
 		code := rec.code
 		if code == 0 {
 			code = http.StatusOK

@@ -81,7 +81,8 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			}
 			user = &auth.User{Name: auth.AnonymousUser, Groups: []string{auth.GroupUnauthenticated}}
 		}
-		next.ServeHTTP(w, r.WithContext(auth.WithUser(r.Context(), user)))
+		stateOf(r).user = user
+		next.ServeHTTP(w, r)
 	})
 }
 
@@ -207,7 +208,7 @@ func resourceOfPath(p string) (gvr meta.GroupVersionResource, sub string, ok boo
 func (s *Server) limit(next http.Handler) http.Handler {
 	l := s.limiter
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if isPublicPath(routePath(r)) || s.isLongRunning(r) {
+		if stateOf(r).long || isPublicPath(routePath(r)) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -224,11 +225,8 @@ func (s *Server) limit(next http.Handler) http.Handler {
 			s.writeError(w, r, se)
 			return
 		}
-		if l.timeout > 0 {
-			ctx := withRequestDeadline(r.Context(), l.timeout)
-			defer ctx.release()
-			r = r.WithContext(ctx)
-		}
+		// The request's deadline, if any, is in its state from the start
+		// (begin).
 		next.ServeHTTP(w, r)
 	})
 }
@@ -298,15 +296,8 @@ type auditInfoKey struct{}
 func (s *Server) audit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rec, ok := w.(*statusRecorder)
-		if !ok {
-			rec = &statusRecorder{ResponseWriter: w}
-		}
-		info, ok := r.Context().Value(auditInfoKey{}).(*requestInfo)
-		if !ok {
-			info = &requestInfo{}
-			r = r.WithContext(context.WithValue(r.Context(), auditInfoKey{}, info))
-		}
+		st := stateOf(r)
+		rec, info := st.recorder(w), &st.info
 		next.ServeHTTP(rec, r)
 		ar := AuditRecord{Time: start.UTC(), Method: r.Method, Path: r.URL.Path, Code: rec.code, Latency: time.Since(start),
 			Verb: info.Verb, APIGroup: info.Group, Resource: info.Resource, Subresource: info.Subresource, Namespace: info.Namespace, Name: info.Name}

@@ -347,6 +347,7 @@ func (s *Server) ensureNamespaces(ctx context.Context) error {
 // percent of a small write, and serveResource reads the path itself.
 func (s *Server) routes() (chi.Router, http.Handler) {
 	mw := []func(http.Handler) http.Handler{
+		s.begin,   // the request state (reqstate.go): first
 		s.tracing, // returns next as it is without a TracerProvider
 		s.recoverer,
 	}

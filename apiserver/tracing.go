@@ -75,16 +75,9 @@ func (s *Server) tracing(next http.Handler) http.Handler {
 			return
 		}
 		// The request info is known only inside the resource handler, which
-		// fills this one (as for audit and metrics).
-		info, ok := ctx.Value(auditInfoKey{}).(*requestInfo)
-		if !ok {
-			info = &requestInfo{}
-			ctx = context.WithValue(ctx, auditInfoKey{}, info)
-		}
-		rec, ok := w.(*statusRecorder)
-		if !ok {
-			rec = &statusRecorder{ResponseWriter: w}
-		}
+		// fills the request state's (as for audit and metrics).
+		st := stateOf(r)
+		info, rec := &st.info, st.recorder(w)
 		r = r.WithContext(ctx)
 		next.ServeHTTP(rec, r)
 

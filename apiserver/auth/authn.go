@@ -207,15 +207,20 @@ func ClientCertificates(roots *x509.CertPool) Authenticator {
 	})
 }
 
-type userKey struct{}
+// UserContextKey is the context key of the user a request was
+// authenticated as: WithUser stores the user under it, and UserFrom asks a
+// context's Value for it. A context type that keeps the user in its own
+// way (the API server's request state does) answers Value(UserContextKey{})
+// with the *User.
+type UserContextKey struct{}
 
 // WithUser returns ctx carrying u.
 func WithUser(ctx context.Context, u *User) context.Context {
-	return context.WithValue(ctx, userKey{}, u)
+	return context.WithValue(ctx, UserContextKey{}, u)
 }
 
 // UserFrom returns the user a request was authenticated as.
 func UserFrom(ctx context.Context) (*User, bool) {
-	u, ok := ctx.Value(userKey{}).(*User)
-	return u, ok
+	u, ok := ctx.Value(UserContextKey{}).(*User)
+	return u, ok && u != nil
 }
