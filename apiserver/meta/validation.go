@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/kapi-dev/kapi/codec"
 )
 
 // Name and label validation, with Kubernetes' rules and messages. The Is*
@@ -648,6 +650,9 @@ func isJSONObject(x any) bool {
 	case map[string]any:
 		return true
 	case json.RawMessage:
+		if codec.IsFieldsJSON(x) {
+			return true // what the field manager writes: no full validation
+		}
 		t := bytes.TrimLeft(x, " \t\r\n")
 		return len(t) > 0 && t[0] == '{' && json.Valid(t)
 	}

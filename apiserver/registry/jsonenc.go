@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/kapi-dev/kapi/codec"
 )
@@ -63,7 +62,7 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 	case json.RawMessage:
 		// The field manager records a create's fieldsV1 as compact JSON
 		// text: as it is, when it is what encoding/json would write.
-		if rawVerbatim(v) {
+		if codec.IsFieldsJSON(v) {
 			return append(dst, v...), nil
 		}
 	}
@@ -98,54 +97,6 @@ func appendFields(dst []byte, m map[string]any, skip func(key string) bool) ([]b
 		}
 	}
 	return dst, len(keys), nil
-}
-
-// rawVerbatim reports whether encoding/json writes the raw JSON text v as
-// it is. It answers yes only for the shape of FieldsV1 the field manager
-// writes (an object whose members are objects of the same shape, keys of
-// printable ASCII without a quote, backslash, <, > or &, no whitespace) and
-// no for anything else, in one pass: what it turns away is encoded by
-// encoding/json, which validates it.
-func rawVerbatim(v json.RawMessage) bool {
-	end, ok := fieldsObject(v, 0, 0)
-	return ok && end == len(v)
-}
-
-// fieldsObject reads the object at v[i:] (see rawVerbatim) and returns the
-// offset after it.
-func fieldsObject(v []byte, i, depth int) (int, bool) {
-	if depth > 1000 || i >= len(v) || v[i] != '{' {
-		return 0, false
-	}
-	i++
-	if i < len(v) && v[i] == '}' {
-		return i + 1, true
-	}
-	for {
-		if i >= len(v) || v[i] != '"' {
-			return 0, false
-		}
-		for i++; i < len(v) && v[i] != '"'; i++ {
-			if c := v[i]; c < 0x20 || c >= utf8.RuneSelf || c == '\\' || c == '<' || c == '>' || c == '&' {
-				return 0, false
-			}
-		}
-		if i+1 >= len(v) || v[i+1] != ':' {
-			return 0, false
-		}
-		var ok bool
-		if i, ok = fieldsObject(v, i+2, depth+1); !ok || i >= len(v) {
-			return 0, false
-		}
-		switch v[i] {
-		case ',':
-			i++
-		case '}':
-			return i + 1, true
-		default:
-			return 0, false
-		}
-	}
 }
 
 // isJSONNumber reports whether s is a valid JSON number literal.

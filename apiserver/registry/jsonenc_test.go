@@ -123,22 +123,3 @@ func TestEncodeStoredLayout(t *testing.T) {
 		}
 	}
 }
-
-// FuzzRawVerbatim holds the raw JSON fast path to encoding/json: what it
-// copies as it is must be what encoding/json writes.
-func FuzzRawVerbatim(f *testing.F) {
-	for _, s := range []string{`{}`, `{"f:data":{".":{},"f:v":{}}}`, `{"a":{"b":{}},"c":{}}`, `{"a":{}`, `{"<":{}}`, `{"a" :{}}`,
-		`{"k:{\"name\":\"a\"}":{".":{}}}`, `{"\u00e9":{}}`, "{\"\xc3\xa9\":{}}", "{\"\xff\":{}}", "{\"a\u2028\":{}}", `{"a":{"b":{"c":{"d":{}}}}}`,
-		`{"a":{},"a":{}}`, `{"a":{}}}`, `{"\x7f":{}}`, `{"a":[]}`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		if !rawVerbatim(raw) {
-			return
-		}
-		want, err := json.Marshal(json.RawMessage(raw))
-		if err != nil || !bytes.Equal(want, raw) {
-			t.Fatalf("rawVerbatim(%q) but encoding/json writes %q, %v", raw, want, err)
-		}
-	})
-}
