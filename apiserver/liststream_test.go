@@ -263,6 +263,11 @@ func testListStreamRepresentations(t *testing.T, cacheBytes int, protobufOnly, s
 					t.Fatalf("%s: %d bytes not compressed", name, len(streamed))
 				} else if len(streamed) < gzipThreshold && resp.Header.Get("Content-Length") != fmt.Sprint(len(streamed)) {
 					t.Fatalf("%s: small list without its Content-Length", name)
+				} else if strings.HasPrefix(accept, pb) && resp.Header.Get("Content-Length") != fmt.Sprint(len(streamed)) {
+					// A protobuf list knows its length before its first byte.
+					t.Fatalf("%s: protobuf list of %d bytes with Content-Length %q", name, len(streamed), resp.Header.Get("Content-Length"))
+				} else if !strings.HasPrefix(accept, pb) && len(streamed) >= gzipThreshold && resp.Header.Get("Content-Length") != "" {
+					t.Fatalf("%s: streamed list of unknown length with Content-Length %q", name, resp.Header.Get("Content-Length"))
 				}
 				if bytes.HasPrefix(before, []byte{0x1f, 0x8b}) {
 					before = gunzip(t, before)
