@@ -89,7 +89,7 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request, st *registr
 
 // patch reads a PATCH request and applies it to target.
 func (s *Server) patch(w http.ResponseWriter, r *http.Request, t patchTarget) {
-	opts, err := writeOptions(r.URL.Query(), "PatchOptions")
+	opts, err := writeOptions(queryOf(r), "PatchOptions")
 	if err != nil {
 		s.writeError(w, r, err)
 		return

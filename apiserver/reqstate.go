@@ -30,6 +30,9 @@ type requestState struct {
 	user *auth.User
 	// long marks a watch or a follow stream (isLongRunning), asked once.
 	long bool
+	// path is routePath (the path relative to where kapi is mounted), found
+	// once: it is a context lookup through net/http's contexts.
+	path string
 	// noteLong is the metrics' long-running count, for noteLongRunning.
 	noteLong func(requestInfo)
 }
@@ -39,9 +42,9 @@ type requestStateKey struct{}
 // begin puts a requestState in the request's context.
 func (s *Server) begin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		st := &requestState{long: s.isLongRunning(r)}
+		st := &requestState{long: s.isLongRunning(r), path: routePath(r)}
 		st.dl.Context = r.Context()
-		if t := s.limiter.timeout; t > 0 && !st.long && !isPublicPath(routePath(r)) {
+		if t := s.limiter.timeout; t > 0 && !st.long && !isPublicPath(st.path) {
 			st.timed, st.dl.deadline = true, time.Now().Add(t)
 			defer st.dl.release()
 		}
@@ -56,7 +59,7 @@ func stateOf(r *http.Request) *requestState {
 	if st, ok := r.Context().Value(requestStateKey{}).(*requestState); ok {
 		return st
 	}
-	st := &requestState{}
+	st := &requestState{path: routePath(r)}
 	st.dl.Context = r.Context()
 	return st
 }

@@ -130,7 +130,7 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request, st *registry.
 		s.writeError(w, r, err)
 		return
 	}
-	body, err := st.Get(r.Context(), info.Namespace, info.Name, r.URL.Query().Get("resourceVersion"))
+	body, err := st.Get(r.Context(), info.Namespace, info.Name, queryOf(r).Get("resourceVersion"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -218,6 +218,15 @@ func (s *Server) listOptions(q url.Values, st *registry.Store) (registry.ListOpt
 }
 
 // writeOptions reads dryRun and fieldValidation.
+// queryOf is r's query, or nil when there is none (url.Values reads work
+// on nil): URL.Query makes a map even for an empty query.
+func queryOf(r *http.Request) url.Values {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	return r.URL.Query()
+}
+
 func writeOptions(q url.Values, kind string) (registry.WriteOptions, error) {
 	var opts registry.WriteOptions
 	for _, v := range q["dryRun"] {
@@ -284,7 +293,7 @@ func readAllSized(r io.Reader, length, limit int64) ([]byte, error) {
 }
 
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo) {
-	opts, err := writeOptions(r.URL.Query(), "CreateOptions")
+	opts, err := writeOptions(queryOf(r), "CreateOptions")
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -308,7 +317,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request, st *regist
 }
 
 func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo) {
-	opts, err := writeOptions(r.URL.Query(), "UpdateOptions")
+	opts, err := writeOptions(queryOf(r), "UpdateOptions")
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -339,7 +348,7 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request, st *regist
 // deleteOptions reads DeleteOptions from the query and the body.
 func (s *Server) deleteOptions(r *http.Request) (registry.DeleteOptions, error) {
 	var opts registry.DeleteOptions
-	wo, err := writeOptions(r.URL.Query(), "DeleteOptions")
+	wo, err := writeOptions(queryOf(r), "DeleteOptions")
 	if err != nil {
 		return opts, err
 	}
@@ -516,7 +525,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, st *registry
 		}
 		s.writeObject(w, r, http.StatusOK, scale)
 	case http.MethodPut:
-		opts, err := writeOptions(r.URL.Query(), "UpdateOptions")
+		opts, err := writeOptions(queryOf(r), "UpdateOptions")
 		if err != nil {
 			s.writeError(w, r, err)
 			return

@@ -267,12 +267,45 @@ func (s *Server) writeEncoded(w http.ResponseWriter, r *http.Request, code int, 
 		}
 	}
 	h := w.Header()
-	h.Set("Content-Type", c.Format.MediaType())
-	h.Set("X-Content-Type-Options", "nosniff")
+	h["Content-Type"] = s.hdr.contentType(c.Format)
+	h["X-Content-Type-Options"] = s.hdr.noSniff()
 	if _, ok := h["Date"]; !ok {
 		h["Date"] = s.date.value(time.Now())
 	}
 	writeChunks(w, r, code, chunks)
+}
+
+// headerValues are the values of the headers every response has, made once
+// per Server: setting them costs no allocation. Each is a one-element slice
+// with len == cap that nothing modifies (an Add to a header holding one
+// copies it first).
+type headerValues struct {
+	nosniff      []string
+	contentTypes [codec.FormatProtobuf + 1][]string
+}
+
+func newHeaderValues() headerValues {
+	hv := headerValues{nosniff: []string{"nosniff"}}
+	for f := range hv.contentTypes {
+		hv.contentTypes[f] = []string{codec.Format(f).MediaType()}
+	}
+	return hv
+}
+
+// contentType is the Content-Type value of format f.
+func (hv *headerValues) contentType(f codec.Format) []string {
+	if int(f) < len(hv.contentTypes) && hv.contentTypes[f] != nil {
+		return hv.contentTypes[f]
+	}
+	return []string{f.MediaType()} // a Server not made by New
+}
+
+// noSniff is the X-Content-Type-Options value.
+func (hv *headerValues) noSniff() []string {
+	if hv.nosniff != nil {
+		return hv.nosniff
+	}
+	return []string{"nosniff"}
 }
 
 // dateHeader is a response's Date header, formatted as net/http does

@@ -51,7 +51,8 @@ func isResourcePath(p string) bool {
 // and puts it in the request context.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if isPublicPath(routePath(r)) {
+		st := stateOf(r)
+		if isPublicPath(st.path) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -81,7 +82,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			}
 			user = &auth.User{Name: auth.AnonymousUser, Groups: []string{auth.GroupUnauthenticated}}
 		}
-		stateOf(r).user = user
+		st.user = user
 		next.ServeHTTP(w, r)
 	})
 }
@@ -122,7 +123,7 @@ func (s *Server) authorize(ctx context.Context, a auth.Attributes) error {
 // paths.
 func (s *Server) authorizeNonResource(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := routePath(r)
+		p := stateOf(r).path
 		if isPublicPath(p) || isResourcePath(p) {
 			// Resource requests are authorized once their request info is
 			// known, in serveResource.
@@ -208,7 +209,7 @@ func resourceOfPath(p string) (gvr meta.GroupVersionResource, sub string, ok boo
 func (s *Server) limit(next http.Handler) http.Handler {
 	l := s.limiter
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if stateOf(r).long || isPublicPath(routePath(r)) {
+		if st := stateOf(r); st.long || isPublicPath(st.path) {
 			next.ServeHTTP(w, r)
 			return
 		}
