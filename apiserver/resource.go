@@ -217,7 +217,6 @@ func (s *Server) listOptions(q url.Values, st *registry.Store) (registry.ListOpt
 	return opts, nil
 }
 
-// writeOptions reads dryRun and fieldValidation.
 // queryOf is r's query, or nil when there is none (url.Values reads work
 // on nil): URL.Query makes a map even for an empty query.
 func queryOf(r *http.Request) url.Values {
@@ -227,6 +226,7 @@ func queryOf(r *http.Request) url.Values {
 	return r.URL.Query()
 }
 
+// writeOptions reads dryRun and fieldValidation.
 func writeOptions(q url.Values, kind string) (registry.WriteOptions, error) {
 	var opts registry.WriteOptions
 	for _, v := range q["dryRun"] {

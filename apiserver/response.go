@@ -267,50 +267,21 @@ func (s *Server) writeEncoded(w http.ResponseWriter, r *http.Request, code int, 
 		}
 	}
 	h := w.Header()
-	h["Content-Type"] = s.hdr.contentType(c.Format)
-	h["X-Content-Type-Options"] = s.hdr.noSniff()
+	h.Set("Content-Type", c.Format.MediaType())
+	h.Set("X-Content-Type-Options", "nosniff")
 	if _, ok := h["Date"]; !ok {
 		h["Date"] = s.date.value(time.Now())
 	}
 	writeChunks(w, r, code, chunks)
 }
 
-// headerValues are the values of the headers every response has, made once
-// per Server: setting them costs no allocation. Each is a one-element slice
-// with len == cap that nothing modifies (an Add to a header holding one
-// copies it first).
-type headerValues struct {
-	nosniff      []string
-	contentTypes [codec.FormatProtobuf + 1][]string
-}
-
-func newHeaderValues() headerValues {
-	hv := headerValues{nosniff: []string{"nosniff"}}
-	for f := range hv.contentTypes {
-		hv.contentTypes[f] = []string{codec.Format(f).MediaType()}
-	}
-	return hv
-}
-
-// contentType is the Content-Type value of format f.
-func (hv *headerValues) contentType(f codec.Format) []string {
-	if int(f) < len(hv.contentTypes) && hv.contentTypes[f] != nil {
-		return hv.contentTypes[f]
-	}
-	return []string{f.MediaType()} // a Server not made by New
-}
-
-// noSniff is the X-Content-Type-Options value.
-func (hv *headerValues) noSniff() []string {
-	if hv.nosniff != nil {
-		return hv.nosniff
-	}
-	return []string{"nosniff"}
-}
-
 // dateHeader is a response's Date header, formatted as net/http does
 // (http.TimeFormat, to the second) once a second instead of once per
 // response. The zero dateHeader is ready; it is safe for concurrent use.
+//
+// The responses of one second share the value's slice. net/http only reads
+// it, and an Add or a Set replaces it; a middleware that wrote into
+// w.Header()["Date"][0] would change it for the others (docs/embedding.md).
 type dateHeader struct {
 	last atomic.Pointer[dateValue]
 }

@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"testing"
 	"time"
-
-	"github.com/kapi-dev/kapi/codec"
 )
 
 // TestDateHeader: the cached Date value is what net/http would write, it
@@ -53,24 +51,5 @@ func TestResponseDateHeader(t *testing.T) {
 	}
 	if d := time.Since(when); d < -2*time.Second || d > time.Minute {
 		t.Errorf("Date %v is %v from now", when, d)
-	}
-}
-
-// TestHeaderValues: the shared header values are the media types, one
-// element each with no room to grow, and a zero headerValues still answers.
-func TestHeaderValues(t *testing.T) {
-	hv := newHeaderValues()
-	for _, f := range []codec.Format{codec.FormatJSON, codec.FormatYAML, codec.FormatProtobuf} {
-		v := hv.contentType(f)
-		if len(v) != 1 || cap(v) != 1 || v[0] != f.MediaType() {
-			t.Errorf("%v: %q (cap %d)", f, v, cap(v))
-		}
-		var zero headerValues
-		if got := zero.contentType(f); len(got) != 1 || got[0] != f.MediaType() {
-			t.Errorf("zero, %v: %q", f, got)
-		}
-	}
-	if v := hv.noSniff(); len(v) != 1 || cap(v) != 1 || v[0] != "nosniff" {
-		t.Errorf("nosniff: %q", v)
 	}
 }

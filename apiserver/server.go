@@ -165,8 +165,7 @@ type Server struct {
 	// (watchWriteTimeout; tests shorten it).
 	writeTimeout atomic.Int64
 
-	date dateHeader   // the Date header of responses, formatted once a second
-	hdr  headerValues // the values of other headers every response has
+	date dateHeader // the Date header of responses, formatted once a second
 }
 
 // New returns a Server over cfg.Storage serving core v1 namespaces, with the
@@ -210,7 +209,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, reg: reg, authorizer: cfg.Authorizer, metrics: m,
-		limiter: newLimiter(cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight, cfg.RequestTimeout), hdr: newHeaderValues()}
+		limiter: newLimiter(cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight, cfg.RequestTimeout)}
 	s.watchesCtx, s.endWatches = context.WithCancel(context.Background())
 	s.protobufListBuffer = 4 << 20
 	s.writeTimeout.Store(int64(watchWriteTimeout))
