@@ -215,13 +215,8 @@ func configMapErrors(data, bin map[string]any) meta.ErrorList {
 	var errs meta.ErrorList
 	total := 0
 	checkKey := func(p *meta.Path, k string) {
-		switch {
-		case len(k) > 253:
-			errs = append(errs, meta.Invalid(p, k, "must be no more than 253 characters"))
-		case !isConfigMapKey(k):
-			errs = append(errs, meta.Invalid(p, k, "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"))
-		case k == "." || k == "..":
-			errs = append(errs, meta.Invalid(p, k, "must not be '.' or '..'"))
+		if msg := configMapKeyProblem(k); msg != "" {
+			errs = append(errs, meta.Invalid(p, k, msg))
 		}
 	}
 	for _, k := range sortedKeys(data) {
@@ -256,7 +251,7 @@ func configMapErrors(data, bin map[string]any) meta.ErrorList {
 func validConfigMapData(data map[string]any) bool {
 	total := 0
 	for k, v := range data {
-		if len(k) > 253 || !isConfigMapKey(k) || k == "." || k == ".." {
+		if configMapKeyProblem(k) != "" {
 			return false
 		}
 		if s, ok := v.(string); ok {
@@ -264,6 +259,19 @@ func validConfigMapData(data map[string]any) bool {
 		}
 	}
 	return total <= maxConfigMapSize
+}
+
+// configMapKeyProblem is what is wrong with a configmap key, or "".
+func configMapKeyProblem(k string) string {
+	switch {
+	case len(k) > 253:
+		return "must be no more than 253 characters"
+	case !isConfigMapKey(k):
+		return "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"
+	case k == "." || k == "..":
+		return "must not be '.' or '..'"
+	}
+	return ""
 }
 
 func sortedKeys(m map[string]any) []string {
