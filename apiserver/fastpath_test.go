@@ -1,10 +1,13 @@
 package apiserver
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/go-chi/chi/v5"
 )
 
 // TestResourcePathsSkipRouterAlike: ServeHTTP sends resource paths to
@@ -79,6 +82,34 @@ func TestResourcePathsSkipRouterAlike(t *testing.T) {
 			if f, r := fast.Header().Get("Content-Type"), routed.Header().Get("Content-Type"); f != r {
 				t.Errorf("%s %s: Content-Type %q, router %q", m.method, p, f, r)
 			}
+		}
+	}
+}
+
+// TestSpanRouteWithoutRouter: a resource request served without the router
+// is named by the router's pattern, after the pattern of a chi router kapi
+// is mounted in; never by its client-chosen path.
+func TestSpanRouteWithoutRouter(t *testing.T) {
+	api := newConfigMapServer(t, Config{})
+	for _, tc := range []struct {
+		target, mountPattern, routePath, want string
+	}{
+		{"/apis/made.up/v1/things", "", "", "/apis/{group}/{version}/*"},
+		{"/api/v9/pods", "", "", "/api/{version}/*"},
+		{"/kube/apis/made.up/v1/things", "/kube/*", "/apis/made.up/v1/things", "/kube/apis/{group}/{version}/*"},
+	} {
+		r := httptest.NewRequest("GET", tc.target, nil)
+		if tc.mountPattern != "" {
+			rc := chi.NewRouteContext()
+			rc.RoutePatterns, rc.RoutePath = []string{tc.mountPattern}, tc.routePath
+			r = r.WithContext(context.WithValue(r.Context(), chi.RouteCtxKey, rc))
+		}
+		var got string
+		api.begin(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			got = api.spanRoute(r, &requestInfo{})
+		})).ServeHTTP(httptest.NewRecorder(), r)
+		if got != tc.want {
+			t.Errorf("%s: route %q, want %q", tc.target, got, tc.want)
 		}
 	}
 }

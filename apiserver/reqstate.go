@@ -30,9 +30,10 @@ type requestState struct {
 	user *auth.User
 	// long marks a watch or a follow stream (isLongRunning), asked once.
 	long bool
-	// path is routePath (the path relative to where kapi is mounted), found
-	// once: it is a context lookup through net/http's contexts.
-	path string
+	// path and raw are the path relative to where kapi is mounted, as is
+	// and as chi routes on it (routePaths), found once: it is a walk up
+	// net/http's contexts.
+	path, raw string
 	// noteLong is the metrics' long-running count, for noteLongRunning.
 	noteLong func(requestInfo)
 }
@@ -42,7 +43,9 @@ type requestStateKey struct{}
 // begin puts a requestState in the request's context.
 func (s *Server) begin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		st := &requestState{long: s.isLongRunning(r), path: routePath(r)}
+		st := &requestState{}
+		st.path, st.raw = routePaths(r)
+		st.long = s.isLongRunning(r, st.raw)
 		st.dl.Context = r.Context()
 		if t := s.limiter.timeout; t > 0 && !st.long && !isPublicPath(st.path) {
 			st.timed, st.dl.deadline = true, time.Now().Add(t)
@@ -59,7 +62,8 @@ func stateOf(r *http.Request) *requestState {
 	if st, ok := r.Context().Value(requestStateKey{}).(*requestState); ok {
 		return st
 	}
-	st := &requestState{path: routePath(r)}
+	st := &requestState{}
+	st.path, st.raw = routePaths(r)
 	st.dl.Context = r.Context()
 	return st
 }

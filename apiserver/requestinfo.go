@@ -102,7 +102,7 @@ func splitResourcePath(p string) (group, version, rest string, ok bool) {
 
 // resolveRequest builds the request info of a resource request.
 func resolveRequest(r *http.Request) (requestInfo, bool) {
-	group, version, rest, ok := splitResourcePath(rawRoutePath(r))
+	group, version, rest, ok := splitResourcePath(stateOf(r).raw)
 	if !ok {
 		return requestInfo{}, false
 	}

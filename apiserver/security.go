@@ -23,13 +23,18 @@ func isPublicPath(p string) bool {
 	return strings.HasPrefix(p, "/healthz/") || strings.HasPrefix(p, "/livez/") || strings.HasPrefix(p, "/readyz/")
 }
 
-// routePath is the request path relative to where the handler is mounted
-// (chi's Mount passes the rest of the path in its route context).
-func routePath(r *http.Request) string {
+// routePaths returns the request path relative to where the handler is
+// mounted (chi's Mount passes the rest of the path in its route context),
+// and the same path as chi routes on it (rawRoutePath), with one look for
+// the route context (a walk up net/http's contexts).
+func routePaths(r *http.Request) (path, raw string) {
 	if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePath != "" {
-		return rc.RoutePath
+		return rc.RoutePath, rc.RoutePath
 	}
-	return r.URL.Path
+	if r.URL.RawPath != "" {
+		return r.URL.Path, r.URL.RawPath
+	}
+	return r.URL.Path, r.URL.Path
 }
 
 // isResourcePath reports whether p names API resources (/api/V/... or
@@ -158,7 +163,9 @@ func newLimiter(readOnly, mutating int, timeout time.Duration) *limiter {
 // stream is a GET with ?follow=true of a custom subresource that declares a
 // Stream. Anything else, e.g. GET /api/v1/configmaps?follow=true, is an
 // ordinary request.
-func (s *Server) isLongRunning(r *http.Request) bool {
+//
+// raw is rawRoutePath(r).
+func (s *Server) isLongRunning(r *http.Request, raw string) bool {
 	if r.Method != http.MethodGet {
 		return false
 	}
@@ -167,7 +174,7 @@ func (s *Server) isLongRunning(r *http.Request) bool {
 	if !watch && !follow {
 		return false
 	}
-	gvr, sub, ok := resourceOfPath(rawRoutePath(r))
+	gvr, sub, ok := resourceOfPath(raw)
 	if !ok {
 		return false
 	}
@@ -186,13 +193,8 @@ func (s *Server) isLongRunning(r *http.Request) bool {
 // rawRoutePath is the path chi routes on: the route context's, else the
 // escaped path when there is one.
 func rawRoutePath(r *http.Request) string {
-	if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePath != "" {
-		return rc.RoutePath
-	}
-	if r.URL.RawPath != "" {
-		return r.URL.RawPath
-	}
-	return r.URL.Path
+	_, raw := routePaths(r)
+	return raw
 }
 
 // resourceOfPath splits a resource URL path (/api/V/... or /apis/G/V/...)

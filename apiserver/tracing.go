@@ -144,7 +144,7 @@ func (s *Server) spanRoute(r *http.Request, info *requestInfo) string {
 		return b.String()
 	}
 	rc := chi.RouteContext(r.Context())
-	if g, _, _, ok := splitResourcePath(rawRoutePath(r)); ok {
+	if g, _, _, ok := splitResourcePath(stateOf(r).raw); ok {
 		// Served without the router (ServeHTTP): its pattern, after the
 		// pattern of a router kapi is mounted in, if any.
 		pattern := "/api/{version}/*"
