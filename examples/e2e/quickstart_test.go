@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -182,4 +183,33 @@ func rvAfter(a, b string) bool {
 	x, err1 := strconv.ParseUint(a, 10, 64)
 	y, err2 := strconv.ParseUint(b, 10, 64)
 	return err1 == nil && err2 == nil && x > y
+}
+
+// --pprof-listen serves Go's profiles on a loopback address of their own,
+// and the heap profile has allocation samples: the quickstart samples
+// allocations only when something can read them.
+func TestQuickstartPprof(t *testing.T) {
+	t.Parallel()
+	pprofAddr := freeAddr(t)
+	s := startServerWith(t, serverOptions{args: []string{"--pprof-listen", pprofAddr}})
+	for i := range 20 {
+		s.MustKubectl(t, "create", "configmap", "pprof-"+strconv.Itoa(i), "--from-literal=k="+strings.Repeat("v", 4096))
+	}
+	resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/heap?debug=1")
+	if err != nil {
+		t.Fatalf("GET heap profile: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET heap profile: %d, %v", resp.StatusCode, err)
+	}
+	// "heap profile: <in-use objects>: <in-use bytes> [<allocated objects>: <allocated bytes>] @ heap/<rate>"
+	var inUse, inUseBytes, allocs, allocBytes, rate int64
+	if _, err := fmt.Sscanf(string(body), "heap profile: %d: %d [%d: %d] @ heap/%d", &inUse, &inUseBytes, &allocs, &allocBytes, &rate); err != nil {
+		t.Fatalf("heap profile header: %v in %.200q", err, body)
+	}
+	if allocs == 0 || rate == 0 {
+		t.Errorf("heap profile has no allocation samples (rate %d): %.200q", rate, body)
+	}
 }

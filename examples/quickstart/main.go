@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -64,6 +65,12 @@ func run() error {
 	memLimit := flag.String("memory-limit", "auto", "Go's soft memory limit: auto (the live heap plus a quarter of it, at least 32 MiB more, at least 160 MiB in all, re-evaluated after every garbage collection; from 16 MiB of live heap on, GOGC is raised so that collections come at the limit), off (GOGC alone), or a fixed size such as 512MiB; a GOMEMLIMIT environment variable wins")
 	shutdownTimeout := flag.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long in-flight requests may take to finish before they are cut off (watches end at once)")
 	flag.Parse()
+	if *pprofListen == "" {
+		// Only --pprof-listen serves heap profiles: without it, do not pay
+		// for sampling allocations for one (a stack walk every 512 KiB
+		// allocated on average, 0.7% of a create's CPU).
+		runtime.MemProfileRate = 0
+	}
 
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
