@@ -23,7 +23,7 @@ while getopts "w:r:s:" o; do
   esac
 done
 [[ -x "$KBENCH" ]] || (cd "$HERE/../../shared/bench" && go build -o bin/kbench .)
-(cd "$HERE/.." && go build -o "$HERE/bin/quickstart" ./examples/quickstart)
+(cd "$HERE/.." && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$HERE/bin/quickstart" ./examples/quickstart)
 results="${KBENCH_RESULTS:-$HERE/results}"
 mkdir -p "$results"
 out="$results/pair-$workload-$(date -u +%Y%m%d-%H%M%S).jsonl"
