@@ -129,6 +129,24 @@ func BenchmarkApplyChange(b *testing.B) {
 	m.stop()
 }
 
+// BenchmarkApplyChangeScalar: kbench's re-apply, a small widget whose
+// configuration changes one string (spec.color) each time.
+func BenchmarkApplyChangeScalar(b *testing.B) {
+	api := patchBenchServer(b)
+	cfg := func(color string) string {
+		return `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w","labels":{"app":"kbench"}},` +
+			`"spec":{"size":7,"color":"` + color + `","replicas":3,"tags":["bench","t3"],` +
+			`"ports":[{"name":"http","port":80,"protocol":"TCP"},{"name":"metrics","port":9007,"protocol":"TCP"}]}}`
+	}
+	cfgs := []string{cfg("blue"), cfg("green")}
+	servePatch(b, api, wdPath+"/w?fieldManager=bench&force=true", ctApply, cfgs[0], 201)
+	m := meterCPU(b)
+	for i := 0; b.Loop(); i++ {
+		servePatch(b, api, wdPath+"/w?fieldManager=bench&force=true", ctApply, cfgs[(i+1)%2], 200)
+	}
+	m.stop()
+}
+
 // benchPatch runs one patch type against an object with 50 ports, each patch
 // changing the first port.
 func benchPatch(b *testing.B, path, ct string, bodies [2]string) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/schema"
+	"github.com/kapi-dev/kapi/codec"
 )
 
 // Operations recorded in managedFields.
@@ -375,6 +376,13 @@ func (m *FieldManager) isNoop(liveTV, cfgTV *typed.TypedValue, ms managedSet, id
 	if !ok || !prev.Applied() || prev.APIVersion() != m.apiVersion {
 		return false
 	}
+	// A re-apply that changes a value (the usual one that is not a no-op)
+	// is told apart cheaply, without the field set and the merge below.
+	if cfg, ok := cfgTV.AsValue().Unstructured().(map[string]any); ok {
+		if live, ok := liveTV.AsValue().Unstructured().(map[string]any); ok && surelyChanges(cfg, live) {
+			return false
+		}
+	}
 	set, err := cfgTV.ToFieldSet()
 	if err != nil {
 		return false
@@ -390,6 +398,47 @@ func (m *FieldManager) isNoop(liveTV, cfgTV *typed.TypedValue, ms managedSet, id
 		return false
 	}
 	return value.Equals(merged.AsValue(), liveTV.AsValue())
+}
+
+// surelyChanges reports whether merging cfg into live surely changes live:
+// cfg sets a string, boolean or number, reached through objects only, that
+// live lacks or holds with another value (a number only against one of the
+// same Go type). Lists, nulls and objects live lacks are not looked into,
+// so false means "maybe not". A merge takes the configuration's scalars, so
+// where this reports true the merged object differs from live.
+func surelyChanges(cfg, live map[string]any) bool {
+	for k, cv := range cfg {
+		lv, inLive := live[k]
+		switch c := cv.(type) {
+		case map[string]any:
+			if l, ok := lv.(map[string]any); ok && surelyChanges(c, l) {
+				return true
+			}
+		case string:
+			if l, ok := lv.(string); !ok || l != c {
+				return true
+			}
+		case bool:
+			if l, ok := lv.(bool); !ok || l != c {
+				return true
+			}
+		case int64:
+			if !inLive {
+				return true
+			}
+			if l, ok := lv.(int64); ok && l != c {
+				return true
+			}
+		case float64:
+			if !inLive {
+				return true
+			}
+			if l, ok := lv.(float64); ok && l != c {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // lastAppliedFields returns the fields kubectl's client-side last-applied
@@ -590,15 +639,58 @@ type managerID struct {
 	Subresource string `json:"subresource,omitempty"`
 }
 
+// String is id as encoding/json marshals it (the fields in order, empty
+// ones left out), written directly: it is taken for every manager of every
+// apply and update.
 func (id managerID) String() string {
-	b, _ := json.Marshal(id)
-	return string(b)
+	b := make([]byte, 0, 32+len(id.Manager)+len(id.Operation)+len(id.APIVersion)+len(id.Subresource))
+	b = append(b, '{')
+	for _, f := range [...]struct{ key, value string }{
+		{`"manager":`, id.Manager}, {`"operation":`, id.Operation},
+		{`"apiVersion":`, id.APIVersion}, {`"subresource":`, id.Subresource},
+	} {
+		if f.value == "" {
+			continue
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = codec.AppendJSONString(append(b, f.key...), f.value)
+	}
+	return string(append(b, '}'))
 }
 
 func parseManagerID(s string) managerID {
 	var id managerID
 	_ = json.Unmarshal([]byte(s), &id)
 	return id
+}
+
+// appendFieldsJSON appends a decoded fieldsV1 value as JSON: objects of
+// objects, the form every fieldsV1 has, or the JSON text a create leaves in
+// place. It reports false for anything else (which encoding/json then
+// writes, for fieldpath to refuse or accept). Key order does not matter to
+// fieldpath.Set.FromJSON, so maps are written as they iterate.
+func appendFieldsJSON(dst []byte, v any) ([]byte, bool) {
+	switch v := v.(type) {
+	case json.RawMessage:
+		return append(dst, v...), true
+	case map[string]any:
+		dst = append(dst, '{')
+		first := true
+		for k, c := range v {
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			var ok bool
+			if dst, ok = appendFieldsJSON(append(codec.AppendJSONString(dst, k), ':'), c); !ok {
+				return dst, false
+			}
+		}
+		return append(dst, '}'), true
+	}
+	return dst, false
 }
 
 // decodeManaged decodes a metadata.managedFields value.
@@ -633,9 +725,12 @@ func decodeManaged(v any) (managedSet, error) {
 		}
 		set := &fieldpath.Set{}
 		if fv, ok := entry["fieldsV1"]; ok && fv != nil {
-			b, err := json.Marshal(fv)
-			if err != nil {
-				return ms, fmt.Errorf("managedFields[%d].fieldsV1: %v", i, err)
+			b, ok := appendFieldsJSON(nil, fv)
+			if !ok {
+				var err error
+				if b, err = json.Marshal(fv); err != nil {
+					return ms, fmt.Errorf("managedFields[%d].fieldsV1: %v", i, err)
+				}
 			}
 			if err := set.FromJSON(bytes.NewReader(b)); err != nil {
 				return ms, fmt.Errorf("managedFields[%d].fieldsV1: %v", i, err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
@@ -432,6 +433,64 @@ func TestFieldsV1ObjectMatchesToJSON(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("set %d: fieldsV1Object = %v, want %v (from %s)", i, got, want, b)
+		}
+	}
+}
+
+// managerID.String writes what encoding/json would: the same key for the
+// same manager, however odd its name.
+func TestManagerIDString(t *testing.T) {
+	for _, id := range []managerID{
+		{},
+		{Manager: "kubectl", Operation: OperationApply},
+		{Manager: "kube-controller-manager", Operation: OperationUpdate, APIVersion: "apps/v1", Subresource: "status"},
+		{Operation: OperationUpdate, APIVersion: "v1"},
+		{Manager: `quo"te\back<html>&amp;`, Operation: OperationApply, Subresource: "scale"},
+		{Manager: "ünïcode \u2028 \x01 \xff", Operation: OperationUpdate, APIVersion: "example.dev/v1"},
+	} {
+		want, err := json.Marshal(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := id.String(); got != string(want) {
+			t.Errorf("%#v.String() = %s, want %s", id, got, want)
+		}
+		// Invalid UTF-8 is written as U+FFFD, so only valid names read back.
+		if back := parseManagerID(id.String()); back != id && utf8.ValidString(id.Manager) {
+			t.Errorf("parseManagerID(%s) = %#v, want %#v", id.String(), back, id)
+		}
+	}
+}
+
+// The fieldsV1 of a stored object (decoded into maps) reads back as the same
+// set as through encoding/json; JSON text is used as it is; anything else is
+// left to encoding/json.
+func TestAppendFieldsJSON(t *testing.T) {
+	const text = `{"f:metadata":{"f:labels":{".":{},"f:app":{}},"f:name":{}},"f:spec":{"f:ports":{"k:{\"name\":\"http\",\"port\":80}":{".":{},"f:port":{}}},"f:tags":{"v:\"a<b\"":{}}}}`
+	var decoded any
+	if err := json.Unmarshal([]byte(text), &decoded); err != nil {
+		t.Fatal(err)
+	}
+	want := &fieldpath.Set{}
+	if err := want.FromJSON(strings.NewReader(text)); err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]any{"decoded": decoded, "text": json.RawMessage(text)} {
+		b, ok := appendFieldsJSON([]byte("x"), v)
+		if !ok || b[0] != 'x' {
+			t.Fatalf("%s: appendFieldsJSON = %q, %v", name, b, ok)
+		}
+		got := &fieldpath.Set{}
+		if err := got.FromJSON(strings.NewReader(string(b[1:]))); err != nil {
+			t.Fatalf("%s: %s does not read back: %v", name, b[1:], err)
+		}
+		if !got.Equals(want) {
+			t.Errorf("%s: read back as %v, want %v", name, got, want)
+		}
+	}
+	for _, v := range []any{"f:x", []any{map[string]any{}}, map[string]any{"f:x": 1}} {
+		if _, ok := appendFieldsJSON(nil, v); ok {
+			t.Errorf("appendFieldsJSON(%#v) accepted a value that is not objects of objects", v)
 		}
 	}
 }

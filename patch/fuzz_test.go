@@ -7,6 +7,7 @@ import (
 
 	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/codec"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
 const fuzzDoc = `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w","namespace":"ns","uid":"u","labels":{"a":"b"},"finalizers":["f"]},
@@ -141,6 +142,7 @@ func FuzzApply(f *testing.F) {
 			cur = meta.DeepCopyMap(live)
 		}
 		before := toJSON(t, cur)
+		checkSurelyChanges(t, fm, cur, cfg)
 		out, err := fm.Apply(cur, cfg, opts)
 		if err != nil {
 			if se, ok := meta.AsStatusError(err); ok {
@@ -168,4 +170,30 @@ func FuzzApply(f *testing.F) {
 			t.Fatalf("re-apply changed the object:\n%s\n%s", toJSON(t, again), toJSON(t, out))
 		}
 	})
+}
+
+// checkSurelyChanges checks isNoop's shortcut against the merge it stands
+// for: where surelyChanges says so, merging cfg into live changes it.
+func checkSurelyChanges(t *testing.T, fm *FieldManager, live, cfg map[string]any) {
+	t.Helper()
+	cfgTV, err := fm.typedObject(cfg, false)
+	if err != nil {
+		return
+	}
+	liveTV, err := fm.typedObject(live, true)
+	if err != nil {
+		return
+	}
+	c, _ := cfgTV.AsValue().Unstructured().(map[string]any)
+	l, _ := liveTV.AsValue().Unstructured().(map[string]any)
+	if c == nil || l == nil || !surelyChanges(c, l) {
+		return
+	}
+	merged, err := liveTV.Merge(cfgTV)
+	if err != nil {
+		return
+	}
+	if value.Equals(merged.AsValue(), liveTV.AsValue()) {
+		t.Fatalf("surelyChanges, but the merge leaves the object as it is:\nlive %s\nconfig %s", toJSON(t, live), toJSON(t, cfg))
+	}
 }

@@ -3,7 +3,6 @@ package registry
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -117,16 +116,17 @@ func (s storedObject) appendJSON(dst []byte, rv int64, typeMeta bool) []byte {
 	return append(dst, s.json[ins:]...)
 }
 
-// decodeObject decodes JSON into a generic object keeping numbers exact.
+// decodeObject decodes JSON into a generic object keeping numbers exact
+// (json.Number), with kapi's decoder: stored values and the objects made
+// from them are decoded on every update, patch and delete.
 func decodeObject(data []byte) (Object, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var obj Object
-	if err := dec.Decode(&obj); err != nil {
+	v, _, err := codec.DecodeJSON(data)
+	if err != nil {
 		return nil, err
 	}
-	if dec.More() {
-		return nil, errors.New("unexpected data after the JSON object")
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("not a JSON object: %.20q", data)
 	}
 	return obj, nil
 }
