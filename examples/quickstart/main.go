@@ -62,7 +62,7 @@ func run() error {
 	etcdKey := flag.String("etcd-keyfile", "", "client key for etcd")
 	auditLog := flag.String("audit-log", "", "append an audit record per request to this file, as JSON lines")
 	pprofListen := flag.String("pprof-listen", "", "serve Go's net/http/pprof profiles on this separate address (loopback only; off by default)")
-	memLimit := flag.String("memory-limit", "auto", "Go's soft memory limit: auto (the live heap plus a quarter of it, at least 32 MiB more, at least 160 MiB in all, re-evaluated after every garbage collection; from 16 MiB of live heap on, GOGC is raised so that collections come at the limit), off (GOGC alone), or a fixed size such as 512MiB; a GOMEMLIMIT environment variable wins")
+	memLimit := flag.String("memory-limit", "auto", "Go's soft memory limit: auto (the live heap plus a quarter of it, at least 32 MiB more, at least 160 MiB in all, re-evaluated after every garbage collection), off (GOGC alone), or a fixed size such as 512MiB; a GOMEMLIMIT environment variable wins")
 	shutdownTimeout := flag.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long in-flight requests may take to finish before they are cut off (watches end at once)")
 	flag.Parse()
 	if *pprofListen == "" {

@@ -16,13 +16,11 @@ import (
 // --memory-limit=auto: after every garbage collection the soft memory limit
 // is set to the live heap plus autoHeadroom or a quarter of the live heap,
 // whichever is more, plus the runtime's memory outside the heap; and never
-// below autoFloor. A live heap under autoPaceFrom (an idle server, a small
-// store) is paced by GOGC's default as well, which keeps it lean; from
-// autoPaceFrom on, the collector runs when the heap reaches the limit.
+// below autoFloor, so that a heap whose GOGC goal (twice the live heap) fits
+// under it is paced by GOGC alone.
 const (
 	autoHeadroom = 32 << 20
 	autoFloor    = 160 << 20
-	autoPaceFrom = 16 << 20
 )
 
 // memoryLimit is the parsed --memory-limit flag.
@@ -68,8 +66,7 @@ func applyMemoryLimit(l memoryLimit, logger *slog.Logger) (stop func()) {
 	}
 	switch {
 	case l.auto:
-		_, gogc := os.LookupEnv("GOGC")
-		t := &autoMemoryLimit{pace: !gogc}
+		t := &autoMemoryLimit{}
 		t.adjust()
 		t.arm()
 		logger.Debug("memory limit follows the live heap", "least headroom", autoHeadroom, "floor", autoFloor)
@@ -92,33 +89,18 @@ func applyMemoryLimit(l memoryLimit, logger *slog.Logger) (stop func()) {
 // does when the live heap reaches a fixed limit; and since the headroom
 // grows with the heap, a large heap is collected at most four times as
 // often as with GOGC alone (as with GOGC=25).
-//
-// With pace set (no GOGC environment variable), a live heap of at least
-// autoPaceFrom is also allowed to grow to the limit before the next
-// collection: GOGC is raised for the cycle so that its goal is the limit.
-// Between autoPaceFrom and the floor GOGC's default would collect several
-// times as often as the limit requires, for memory the limit grants
-// anyway; each collection costs CPU (and the cycles of a growing store,
-// several per second, are a few percent of a write's CPU).
 type autoMemoryLimit struct {
 	mu      sync.Mutex
 	stopped bool
-	pace    bool  // set GOGC from the limit (see autoGCPercent)
-	percent int32 // the GOGC last set; 0 before
 	samples [6]metrics.Sample
 }
 
-// stop stops following the heap, lifts the limit and restores GOGC's
-// default.
+// stop stops following the heap and lifts the limit.
 func (t *autoMemoryLimit) stop() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.stopped = true
 	debug.SetMemoryLimit(math.MaxInt64)
-	if t.percent != 0 {
-		debug.SetGCPercent(defaultGCPercent)
-		t.percent = 0
-	}
 }
 
 type gcSentinel struct{ _ [64]byte } // not a tiny allocation: finalizers run
@@ -153,33 +135,8 @@ func (t *autoMemoryLimit) adjust() bool {
 		}
 	}
 	live, total, heap := v[0], v[1], v[2]+v[3]+v[4]+v[5]
-	nonHeap := total - min(total, heap)
-	limit := autoLimit(live, nonHeap)
-	debug.SetMemoryLimit(limit)
-	if t.pace {
-		if p := autoGCPercent(live, nonHeap, limit); p != t.percent {
-			debug.SetGCPercent(int(p))
-			t.percent = p
-		}
-	}
+	debug.SetMemoryLimit(autoLimit(live, total-min(total, heap)))
 	return true
-}
-
-// defaultGCPercent is Go's GOGC default.
-const defaultGCPercent = 100
-
-// autoGCPercent is the GOGC that puts the next collection's heap goal at
-// the limit for a live heap of at least autoPaceFrom, and Go's default
-// below that or where the default's goal (twice the live heap) is the
-// higher one. The goal is the live heap plus GOGC percent of it (and of
-// the small stacks and globals, which the headroom covers); the limit also
-// holds the runtime's memory outside the heap.
-func autoGCPercent(live, nonHeap uint64, limit int64) int32 {
-	if live < autoPaceFrom || limit <= 0 || uint64(limit) <= nonHeap+live {
-		return defaultGCPercent
-	}
-	p := (uint64(limit) - nonHeap - live) * 100 / live
-	return int32(min(max(p, defaultGCPercent), 10_000))
 }
 
 // autoLimit is the soft memory limit for a live heap and the runtime's
