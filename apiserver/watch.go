@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -97,28 +98,31 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, st *registr
 	defer wt.Stop()
 
 	rc := http.NewResponseController(w)
+	// An HTTP/1.1 stream is written straight to the connection (see
+	// writeWatchConn); the connection then closes with the stream.
+	direct := r.ProtoMajor == 1 && r.ProtoMinor == 1 && r.Method == http.MethodGet && canHijack(w)
 	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("Transfer-Encoding", "chunked") // HTTP/2 drops it
+	if direct {
+		w.Header().Set("Connection", "close")
+	}
 	w.WriteHeader(http.StatusOK)
 	if err := rc.Flush(); err != nil {
 		return
 	}
-	deadline, hasDeadline := ctx.Deadline()
-	writeTimeout := time.Duration(s.writeTimeout.Load())
-	var writeDeadline time.Time // the one set on the connection
+	dl := writeDeadliner{writeTimeout: time.Duration(s.writeTimeout.Load())}
+	dl.deadline, dl.hasDeadline = ctx.Deadline()
+	if direct {
+		if conn, _, err := rc.Hijack(); err == nil {
+			s.writeWatchConn(r, conn, cancel, wt, dl)
+			return
+		}
+	}
 	buf := make([]byte, 0, 8<<10)
 	for {
 		buf, err = wt.Next(buf[:0])
 		if len(buf) > 0 {
-			// Bound the write (moving the deadline only now and then: it
-			// costs a call into the network poller).
-			if now := time.Now(); writeDeadline.Sub(now) < writeTimeout/2 {
-				writeDeadline = now.Add(writeTimeout)
-				if hasDeadline && deadline.Before(writeDeadline) {
-					writeDeadline = deadline.Add(time.Second)
-				}
-				_ = rc.SetWriteDeadline(writeDeadline) // unsupported writers just block
-			}
+			dl.bound(rc.SetWriteDeadline) // unsupported writers just block
 			if _, werr := w.Write(buf); werr != nil {
 				s.log.Debug("watch client write failed", "path", r.URL.Path, "error", werr)
 				return
@@ -135,6 +139,112 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, st *registr
 		}
 		if cap(buf) > 256<<10 {
 			buf = make([]byte, 0, 8<<10) // give back the memory of a huge frame
+		}
+	}
+}
+
+// writeDeadliner bounds each write of a watch stream by the server's write
+// timeout (and by the watch's own deadline, plus a second for its last
+// frames), moving the connection's deadline only now and then: it costs a
+// call into the network poller.
+type writeDeadliner struct {
+	writeTimeout time.Duration
+	deadline     time.Time // of the watch
+	hasDeadline  bool
+	set          time.Time // the deadline set on the connection
+}
+
+func (d *writeDeadliner) bound(setWriteDeadline func(time.Time) error) {
+	if now := time.Now(); d.set.Sub(now) < d.writeTimeout/2 {
+		d.set = now.Add(d.writeTimeout)
+		if d.hasDeadline && d.deadline.Before(d.set) {
+			d.set = d.deadline.Add(time.Second)
+		}
+		_ = setWriteDeadline(d.set)
+	}
+}
+
+// canHijack reports whether w, or a ResponseWriter it wraps, can hand over
+// its connection.
+func canHijack(w http.ResponseWriter) bool {
+	for {
+		switch t := w.(type) {
+		case http.Hijacker:
+			return true
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = t.Unwrap()
+		default:
+			return false
+		}
+	}
+}
+
+// chunkHeaderRoom is the room kept before a batch of frames for its chunk
+// size line (16 hex digits and CRLF at most).
+const chunkHeaderRoom = 18
+
+// writeWatchConn streams the watch over conn, an HTTP/1.1 connection taken
+// over after the response header (chunked, Connection: close) was sent: each
+// batch of frames is one chunk written with one call, straight into the TLS
+// connection, instead of passing through the response's buffer, its chunk
+// writer and the connection's buffer. Most watch events are a single frame
+// going to hundreds of watchers; that path is a good part of each one's
+// cost. The stream ends as net/http would end it (the last chunk), then the
+// connection closes.
+//
+// The server no longer reads the connection, so a goroutine does: it ends
+// the watch when the client goes (and when the connection closes).
+func (s *Server) writeWatchConn(r *http.Request, conn net.Conn, cancel context.CancelFunc, wt *watch.Watcher, dl writeDeadliner) {
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Time{}) // the server's request read deadline, if any
+	go func() {
+		var b [64]byte
+		for {
+			if _, err := conn.Read(b[:]); err != nil {
+				cancel()
+				return
+			}
+		}
+	}()
+	buf := make([]byte, chunkHeaderRoom, 8<<10)
+	var err error
+	for {
+		buf, err = wt.Next(buf[:chunkHeaderRoom])
+		if n := len(buf) - chunkHeaderRoom; n > 0 {
+			start := putChunkHeader(buf[:chunkHeaderRoom], n)
+			buf = append(buf, "\r\n"...)
+			dl.bound(conn.SetWriteDeadline)
+			if _, werr := conn.Write(buf[start:]); werr != nil {
+				s.log.Debug("watch client write failed", "path", r.URL.Path, "error", werr)
+				return
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, watch.ErrEnded) {
+				s.log.Debug("watch ended", "path", r.URL.Path, "reason", err)
+			}
+			dl.bound(conn.SetWriteDeadline)
+			_, _ = conn.Write([]byte("0\r\n\r\n"))
+			return
+		}
+		if cap(buf) > 256<<10 {
+			buf = make([]byte, chunkHeaderRoom, 8<<10) // give back the memory of a huge frame
+		}
+	}
+}
+
+// putChunkHeader writes the chunk size line of an n-byte chunk at the end
+// of room and returns where it starts.
+func putChunkHeader(room []byte, n int) int {
+	i := len(room) - 2
+	room[i], room[i+1] = '\r', '\n'
+	const hex = "0123456789abcdef"
+	for {
+		i--
+		room[i] = hex[n&0xf]
+		n >>= 4
+		if n == 0 {
+			return i
 		}
 	}
 }
