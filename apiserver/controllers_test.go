@@ -49,7 +49,10 @@ func gatheredValue(t *testing.T, reg *prometheus.Registry, name string, labels .
 	return 0, false
 }
 
-func TestControllerMetrics(t *testing.T) {
+// newMetricsServer is a test server (configmaps and widgets, anonymous
+// access) that exports its metrics to the returned registry.
+func newMetricsServer(t *testing.T) (*prometheus.Registry, *httptest.Server) {
+	t.Helper()
 	store, err := badger.Open(badger.InMemoryOptions())
 	if err != nil {
 		t.Fatal(err)
@@ -68,6 +71,11 @@ func TestControllerMetrics(t *testing.T) {
 	}
 	ts := httptest.NewServer(api)
 	t.Cleanup(ts.Close)
+	return reg, ts
+}
+
+func TestControllerMetrics(t *testing.T) {
+	reg, ts := newMetricsServer(t)
 
 	value := func(name string, labels ...string) float64 {
 		t.Helper()

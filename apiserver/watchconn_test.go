@@ -2,21 +2,16 @@ package apiserver
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/kapi-dev/kapi/apiserver/registry"
-	"github.com/kapi-dev/kapi/storage/badger"
 )
 
 // An HTTP/1.1 watch is written straight to its connection after the
@@ -25,22 +20,7 @@ import (
 // connection closes after it, and a client that goes away ends the watch on
 // the server.
 func TestWatchStreamOverHTTP1(t *testing.T) {
-	store, err := badger.Open(badger.InMemoryOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	reg := prometheus.NewRegistry()
-	api, err := New(context.Background(), Config{Storage: store, AllowAnonymous: true, Metrics: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { api.Close() })
-	if err := api.Register(registry.ConfigMaps()); err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(api)
-	t.Cleanup(ts.Close)
+	reg, ts := newMetricsServer(t)
 
 	open := func(query string) (net.Conn, *bufio.Reader, *http.Response) {
 		t.Helper()
@@ -97,26 +77,16 @@ func TestWatchStreamOverHTTP1(t *testing.T) {
 	waitLongRunning(t, reg, 0)
 }
 
-// waitLongRunning waits until the server counts want long-running requests.
+// waitLongRunning waits until the server counts want open watches of
+// configmaps.
 func waitLongRunning(t *testing.T, reg *prometheus.Registry, want float64) {
 	t.Helper()
 	var got float64
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = 0
-		for _, mf := range mfs {
-			if mf.GetName() == "apiserver_longrunning_requests" {
-				for _, m := range mf.GetMetric() {
-					got += m.GetGauge().GetValue()
-				}
-			}
-		}
+		got, _ = gatheredValue(t, reg, "apiserver_longrunning_requests", "verb", "watch", "resource", "configmaps")
 		if got == want {
 			return
 		}
 	}
-	t.Fatalf("long-running requests = %v, want %v", got, want)
+	t.Fatalf("open configmap watches = %v, want %v", got, want)
 }
