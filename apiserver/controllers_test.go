@@ -51,7 +51,7 @@ func gatheredValue(t *testing.T, reg *prometheus.Registry, name string, labels .
 
 // newMetricsServer is a test server (configmaps and widgets, anonymous
 // access) that exports its metrics to the returned registry.
-func newMetricsServer(t *testing.T) (*prometheus.Registry, *httptest.Server) {
+func newMetricsServer(t *testing.T) (*Server, *prometheus.Registry, *httptest.Server) {
 	t.Helper()
 	store, err := badger.Open(badger.InMemoryOptions())
 	if err != nil {
@@ -71,11 +71,11 @@ func newMetricsServer(t *testing.T) (*prometheus.Registry, *httptest.Server) {
 	}
 	ts := httptest.NewServer(api)
 	t.Cleanup(ts.Close)
-	return reg, ts
+	return api, reg, ts
 }
 
 func TestControllerMetrics(t *testing.T) {
-	reg, ts := newMetricsServer(t)
+	_, reg, ts := newMetricsServer(t)
 
 	value := func(name string, labels ...string) float64 {
 		t.Helper()

@@ -98,9 +98,10 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, st *registr
 	defer wt.Stop()
 
 	rc := http.NewResponseController(w)
-	// An HTTP/1.1 stream is written straight to the connection (see
-	// writeWatchConn); the connection then closes with the stream.
-	direct := r.ProtoMajor == 1 && r.ProtoMinor == 1 && r.Method == http.MethodGet && canHijack(w)
+	// An HTTP/1.1 stream is written straight to the connection when the
+	// writer hands it over (see writeWatchConn); either way the connection
+	// closes with the stream.
+	direct := r.ProtoMajor == 1 && r.ProtoMinor == 1 && r.Method == http.MethodGet
 	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("Transfer-Encoding", "chunked") // HTTP/2 drops it
 	if direct {
@@ -118,27 +119,37 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, st *registr
 			return
 		}
 	}
-	buf := make([]byte, 0, 8<<10)
+	_ = s.streamWatch(r, wt, 0, func(b []byte) error {
+		dl.bound(rc.SetWriteDeadline) // unsupported writers just block
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		return rc.Flush()
+	})
+}
+
+// streamWatch hands wt's batches of frames to write until the watch ends
+// (nil) or a write fails (its error). Each batch comes after room bytes
+// that write may use for its framing.
+func (s *Server) streamWatch(r *http.Request, wt *watch.Watcher, room int, write func([]byte) error) error {
+	buf := make([]byte, room, 8<<10)
 	for {
-		buf, err = wt.Next(buf[:0])
-		if len(buf) > 0 {
-			dl.bound(rc.SetWriteDeadline) // unsupported writers just block
-			if _, werr := w.Write(buf); werr != nil {
+		var err error
+		buf, err = wt.Next(buf[:room])
+		if len(buf) > room {
+			if werr := write(buf); werr != nil {
 				s.log.Debug("watch client write failed", "path", r.URL.Path, "error", werr)
-				return
-			}
-			if werr := rc.Flush(); werr != nil {
-				return
+				return werr
 			}
 		}
 		if err != nil {
 			if !errors.Is(err, watch.ErrEnded) {
 				s.log.Debug("watch ended", "path", r.URL.Path, "reason", err)
 			}
-			return
+			return nil
 		}
 		if cap(buf) > 256<<10 {
-			buf = make([]byte, 0, 8<<10) // give back the memory of a huge frame
+			buf = make([]byte, room, 8<<10) // give back the memory of a huge frame
 		}
 	}
 }
@@ -161,21 +172,6 @@ func (d *writeDeadliner) bound(setWriteDeadline func(time.Time) error) {
 			d.set = d.deadline.Add(time.Second)
 		}
 		_ = setWriteDeadline(d.set)
-	}
-}
-
-// canHijack reports whether w, or a ResponseWriter it wraps, can hand over
-// its connection.
-func canHijack(w http.ResponseWriter) bool {
-	for {
-		switch t := w.(type) {
-		case http.Hijacker:
-			return true
-		case interface{ Unwrap() http.ResponseWriter }:
-			w = t.Unwrap()
-		default:
-			return false
-		}
 	}
 }
 
@@ -206,30 +202,15 @@ func (s *Server) writeWatchConn(r *http.Request, conn net.Conn, cancel context.C
 			}
 		}
 	}()
-	buf := make([]byte, chunkHeaderRoom, 8<<10)
-	var err error
-	for {
-		buf, err = wt.Next(buf[:chunkHeaderRoom])
-		if n := len(buf) - chunkHeaderRoom; n > 0 {
-			start := putChunkHeader(buf[:chunkHeaderRoom], n)
-			buf = append(buf, "\r\n"...)
-			dl.bound(conn.SetWriteDeadline)
-			if _, werr := conn.Write(buf[start:]); werr != nil {
-				s.log.Debug("watch client write failed", "path", r.URL.Path, "error", werr)
-				return
-			}
-		}
-		if err != nil {
-			if !errors.Is(err, watch.ErrEnded) {
-				s.log.Debug("watch ended", "path", r.URL.Path, "reason", err)
-			}
-			dl.bound(conn.SetWriteDeadline)
-			_, _ = conn.Write([]byte("0\r\n\r\n"))
-			return
-		}
-		if cap(buf) > 256<<10 {
-			buf = make([]byte, chunkHeaderRoom, 8<<10) // give back the memory of a huge frame
-		}
+	err := s.streamWatch(r, wt, chunkHeaderRoom, func(b []byte) error {
+		start := putChunkHeader(b[:chunkHeaderRoom], len(b)-chunkHeaderRoom)
+		dl.bound(conn.SetWriteDeadline)
+		_, err := conn.Write(append(b, "\r\n"...)[start:])
+		return err
+	})
+	if err == nil { // the watch ended: the last chunk
+		dl.bound(conn.SetWriteDeadline)
+		_, _ = conn.Write([]byte("0\r\n\r\n"))
 	}
 }
 

@@ -20,7 +20,7 @@ import (
 // connection closes after it, and a client that goes away ends the watch on
 // the server.
 func TestWatchStreamOverHTTP1(t *testing.T) {
-	reg, ts := newMetricsServer(t)
+	_, reg, ts := newMetricsServer(t)
 
 	open := func(query string) (net.Conn, *bufio.Reader, *http.Response) {
 		t.Helper()
@@ -74,6 +74,34 @@ func TestWatchStreamOverHTTP1(t *testing.T) {
 	conn, _, _ = open("")
 	waitLongRunning(t, reg, 1)
 	conn.Close()
+	waitLongRunning(t, reg, 0)
+}
+
+// A watch client that reads nothing does not pin its watch on the taken-over
+// connection: each write has a deadline, and a write that misses it ends
+// the watch.
+func TestWatchStreamOverHTTP1StalledReader(t *testing.T) {
+	api, reg, ts := newMetricsServer(t)
+	api.writeTimeout.Store(int64(200 * time.Millisecond))
+	conn, err := net.DialTCP("tcp", nil, ts.Listener.Addr().(*net.TCPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	_ = conn.SetReadBuffer(4 << 10)
+	fmt.Fprintf(conn, "GET /api/v1/namespaces/default/configmaps?watch=true HTTP/1.1\r\nHost: kapi\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || !resp.Close {
+		t.Fatalf("watch response: %v, %v", resp, err)
+	}
+	waitLongRunning(t, reg, 1)
+	// Then read nothing while events far larger than the socket buffers go out.
+	big := strings.Repeat("v", 512<<10)
+	for i := 0; i < 64; i++ {
+		if r := do(t, ts, "POST", "/api/v1/namespaces/default/configmaps", fmt.Sprintf(`{"metadata":{"name":"big%d"},"data":{"k":%q}}`, i, big)); r.code != http.StatusCreated {
+			t.Fatalf("create: %d %s", r.code, r.body)
+		}
+	}
 	waitLongRunning(t, reg, 0)
 }
 

@@ -414,12 +414,8 @@ func surelyChanges(cfg, live map[string]any) bool {
 			if l, ok := lv.(map[string]any); ok && surelyChanges(c, l) {
 				return true
 			}
-		case string:
-			if l, ok := lv.(string); !ok || l != c {
-				return true
-			}
-		case bool:
-			if l, ok := lv.(bool); !ok || l != c {
+		case string, bool:
+			if lv != cv { // live lacks it, or holds another type or value
 				return true
 			}
 		case int64:
