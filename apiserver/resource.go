@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 
 	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
@@ -260,24 +261,45 @@ func (s *Server) readBody(r *http.Request, st *registry.Store, info requestInfo)
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := readAllSized(http.MaxBytesReader(nil, r.Body, s.cfg.MaxRequestBodyBytes), r.ContentLength, s.cfg.MaxRequestBodyBytes)
+	// Every decoder copies what it keeps (strings, base64 of bytes): the
+	// body's bytes are free again once decoded (FuzzDecodeBody checks).
+	bp := bodyBuffers.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= maxPooledBody {
+			*bp = (*bp)[:0]
+			bodyBuffers.Put(bp)
+		}
+	}()
+	data, err := readAllSized(*bp, http.MaxBytesReader(nil, r.Body, s.cfg.MaxRequestBodyBytes), r.ContentLength, s.cfg.MaxRequestBodyBytes)
+	*bp = data
 	if err != nil {
 		return nil, nil, meta.NewRequestEntityTooLarge(fmt.Sprintf("the request body is larger than the limit of %d bytes", s.cfg.MaxRequestBodyBytes))
 	}
 	return decodeBody(mt, data, target)
 }
 
-// readAllSized is io.ReadAll with the buffer sized for a body of the
-// declared length (when it is known and within limit), so that a body is
-// read into one allocation instead of a series of growing ones.
-func readAllSized(r io.Reader, length, limit int64) ([]byte, error) {
-	if length <= 0 || length > limit {
-		return io.ReadAll(r)
+// bodyBuffers holds the buffers request bodies are read into (readBody);
+// maxPooledBody bounds the ones kept, so that a rare large body does not pin
+// its buffer.
+var bodyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+const maxPooledBody = 64 << 10
+
+// readAllSized is io.ReadAll into buf (reused when large enough) with the
+// buffer sized for a body of the declared length (when it is known and
+// within limit), so that a body is read into one allocation at most instead
+// of a series of growing ones.
+func readAllSized(buf []byte, r io.Reader, length, limit int64) ([]byte, error) {
+	b := buf[:0]
+	if length > 0 && length <= limit && int64(cap(b)) < length+1 {
+		// One byte more than declared, so that the read that finds the end
+		// does not have to grow the buffer.
+		b = make([]byte, 0, length+1)
 	}
-	// One byte more than declared, so that the read that finds the end
-	// does not have to grow the buffer.
-	b := make([]byte, 0, length+1)
 	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
 		if err != nil {
@@ -285,9 +307,6 @@ func readAllSized(r io.Reader, length, limit int64) ([]byte, error) {
 				return b, nil
 			}
 			return b, err
-		}
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
 		}
 	}
 }

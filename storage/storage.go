@@ -30,7 +30,9 @@ import (
 // ErrInvalid); a value longer than the backend's limit fails with ErrTooLarge.
 // Byte slices returned by Get, List and Delete belong to the caller; the
 // slices of watch events may be shared between watchers and must be treated
-// as read-only.
+// as read-only. In the other direction, a store does not retain the key and
+// value slices a call is given: the caller may reuse them once the call has
+// returned (kapi's registry encodes writes into reused buffers).
 type Store interface {
 	// Get returns the value of key as of revision (0 = latest). A key that does
 	// not exist at that revision returns ErrNotFound.

@@ -75,7 +75,7 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts DeleteOptions)
 		if err != nil {
 			return nil, meta.NewInternalError(err)
 		}
-		obj, err := decodeObject(so.appendJSON(nil, cur.Revision, true))
+		obj, err := decodeObject(so.objectJSON(cur.Revision))
 		if err != nil {
 			return nil, meta.NewInternalError(err)
 		}
@@ -102,7 +102,7 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts DeleteOptions)
 				fins, changed = addFinalizer(fins, FinalizerForeground)
 			}
 			if !changed || opts.DryRun {
-				return &Result{JSON: so.appendJSON(nil, cur.Revision, true), Object: obj, Pending: true}, nil
+				return &Result{JSON: so.objectJSON(cur.Revision), Object: obj, Pending: true}, nil
 			}
 			meta.SetFinalizers(obj, fins)
 			res, err := s.writeBack(ctx, key, obj, cur.Revision)
@@ -122,7 +122,7 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts DeleteOptions)
 		pending := len(fins) > 0 || (s.res.Strategy.PendingFinalization != nil && s.res.Strategy.PendingFinalization(obj))
 		if !pending {
 			if opts.DryRun {
-				return &Result{JSON: so.appendJSON(nil, cur.Revision, true), Object: obj}, nil
+				return &Result{JSON: so.objectJSON(cur.Revision), Object: obj}, nil
 			}
 			_, rev, err := st.Delete(ctx, key, cur.Revision)
 			if errors.Is(err, storage.ErrConflict) {
@@ -132,7 +132,7 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts DeleteOptions)
 				return nil, storageError(err, gr, name)
 			}
 			s.wrote(rev)
-			return &Result{JSON: so.appendJSON(nil, cur.Revision, true), Object: obj}, nil
+			return &Result{JSON: so.objectJSON(cur.Revision), Object: obj}, nil
 		}
 		// Graceful: mark the object and let its finalizers run.
 		meta.SetFinalizers(obj, fins)
@@ -154,7 +154,7 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts DeleteOptions)
 				return nil, meta.NewInternalError(err)
 			}
 			so, _ := parseStored(enc)
-			return &Result{JSON: so.appendJSON(nil, cur.Revision, true), Object: obj, Pending: true}, nil
+			return &Result{JSON: so.objectJSON(cur.Revision), Object: obj, Pending: true}, nil
 		}
 		res, err := s.writeBack(ctx, key, obj, cur.Revision)
 		if errors.Is(err, storage.ErrConflict) {
@@ -182,7 +182,7 @@ func (s *Store) writeBack(ctx context.Context, key []byte, obj Object, rev int64
 	s.wrote(newRev)
 	so, _ := parseStored(enc)
 	setRV(obj, newRev)
-	return &Result{JSON: so.appendJSON(nil, newRev, true), Object: obj, Pending: true}, nil
+	return &Result{JSON: so.objectJSON(newRev), Object: obj, Pending: true}, nil
 }
 
 func addFinalizer(fins []string, f string) ([]string, bool) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/kapi-dev/kapi/codec"
 )
@@ -28,11 +29,49 @@ const (
 	metaKey       = `"metadata":{`
 )
 
-// encodeStored encodes obj for storage, in one buffer and one pass: the
-// type fields come first, so the metadata offset the header records is known
-// before the rest is written. obj must have a non-empty metadata object; its
-// resourceVersion is not stored. obj is not modified.
+// encodeStored encodes obj for storage into a new buffer (appendStored).
 func encodeStored(obj Object) ([]byte, error) {
+	return appendStored(make([]byte, 0, 4096), obj)
+}
+
+// storedBuffers holds the buffers writes encode into. A storage backend does
+// not retain the value a write gives it (storage.Store), so a write's encoding
+// is free again once the write has returned and its response has been made
+// from it: a create or an update then allocates no buffer for it.
+var storedBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// maxPooledStored bounds the buffers kept in storedBuffers: a rare large
+// object does not pin its buffer.
+const maxPooledStored = 64 << 10
+
+// pooledStored returns a buffer from storedBuffers for encodeStoredInto.
+// The caller calls releaseStored once nothing refers to what was encoded
+// into it (after the storage write and the response JSON are made).
+func pooledStored() *[]byte { return storedBuffers.Get().(*[]byte) }
+
+// encodeStoredInto is encodeStored into *buf, which keeps the buffer (grown
+// if need be) for the next use; the result is valid until the next
+// encodeStoredInto or releaseStored of buf.
+func encodeStoredInto(buf *[]byte, obj Object) ([]byte, error) {
+	enc, err := appendStored((*buf)[:0], obj)
+	if err == nil {
+		*buf = enc
+	}
+	return enc, err
+}
+
+func releaseStored(buf *[]byte) {
+	if cap(*buf) <= maxPooledStored {
+		*buf = (*buf)[:0]
+		storedBuffers.Put(buf)
+	}
+}
+
+// appendStored appends the encoding of obj for storage to out, in one pass:
+// the type fields come first, so the metadata offset the header records is
+// known before the rest is written. obj must have a non-empty metadata
+// object; its resourceVersion is not stored. obj is not modified.
+func appendStored(out []byte, obj Object) ([]byte, error) {
 	md, ok := obj["metadata"].(map[string]any)
 	if !ok || len(md) == 0 {
 		return nil, errors.New("registry: object has no metadata")
@@ -49,7 +88,6 @@ func encodeStored(obj Object) ([]byte, error) {
 			typeMeta = append(typeMeta, ',')
 		}
 	}
-	out := make([]byte, 0, 4096)
 	out = append(out, storedMagic, storedVersion)
 	out = binary.AppendUvarint(out, uint64(len(typeMeta)))
 	out = append(out, typeMeta...)
@@ -91,6 +129,12 @@ func parseStored(v []byte) (storedObject, error) {
 		return storedObject{}, errors.New("registry: stored value metadata offset is corrupt")
 	}
 	return storedObject{json: body, metaOff: int(off)}, nil
+}
+
+// objectJSON returns the object's JSON with resourceVersion rv (0: none) and
+// its type fields, in a new slice of the size it needs.
+func (s storedObject) objectJSON(rv int64) []byte {
+	return s.appendJSON(make([]byte, 0, len(s.json)+len(`"resourceVersion":"",`)+20), rv, true)
 }
 
 // appendJSON appends the object's JSON with resourceVersion rv to dst. With

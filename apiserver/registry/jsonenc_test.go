@@ -110,7 +110,7 @@ func TestEncodeStoredLayout(t *testing.T) {
 		if string(so.json) != tc.want {
 			t.Errorf("stored %s, want %s", so.json, tc.want)
 		}
-		if got := string(so.appendJSON(nil, 42, true)); !bytes.Contains([]byte(got), []byte(`"metadata":{"resourceVersion":"42",`)) {
+		if got := string(so.objectJSON(42)); !bytes.Contains([]byte(got), []byte(`"metadata":{"resourceVersion":"42",`)) {
 			t.Errorf("read back %s: the resourceVersion is not spliced into metadata", got)
 		}
 		if after := mustMarshal(t, tc.obj); !bytes.Equal(before, after) {

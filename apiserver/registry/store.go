@@ -135,7 +135,7 @@ func (s *Store) Get(ctx context.Context, ns, name, resourceVersion string) ([]by
 	if err != nil {
 		return nil, meta.NewInternalError(fmt.Errorf("reading %s %q: %w", s.res.GroupResource(), name, err))
 	}
-	return so.appendJSON(nil, kv.Revision, true), nil
+	return so.objectJSON(kv.Revision), nil
 }
 
 // GetObject returns the decoded object ns/name at the latest revision.
@@ -247,7 +247,9 @@ func (s *Store) Create(ctx context.Context, ns string, obj Object, opts WriteOpt
 	if err := s.admit(ctx, false, areq); err != nil {
 		return nil, err
 	}
-	enc, err := encodeStored(obj)
+	buf := pooledStored()
+	defer releaseStored(buf) // enc and so are not used after the return
+	enc, err := encodeStoredInto(buf, obj)
 	if err != nil {
 		return nil, meta.NewInternalError(err)
 	}
@@ -263,7 +265,7 @@ func (s *Store) Create(ctx context.Context, ns string, obj Object, opts WriteOpt
 		if !errors.Is(err, storage.ErrNotFound) {
 			return nil, storageError(err, gr, name)
 		}
-		return &Result{JSON: so.appendJSON(nil, 0, true), Object: obj, Warnings: warnings}, nil
+		return &Result{JSON: so.objectJSON(0), Object: obj, Warnings: warnings}, nil
 	}
 	rev, err := s.reg.cfg.Storage.Create(ctx, s.key(ns, name), enc)
 	if err != nil {
@@ -271,7 +273,7 @@ func (s *Store) Create(ctx context.Context, ns string, obj Object, opts WriteOpt
 	}
 	s.wrote(rev)
 	md["resourceVersion"] = strconv.FormatInt(rev, 10)
-	return &Result{JSON: so.appendJSON(nil, rev, true), Object: obj, Warnings: warnings}, nil
+	return &Result{JSON: so.objectJSON(rev), Object: obj, Warnings: warnings}, nil
 }
 
 // Update replaces the object ns/name with obj (a PUT). The object must exist.
@@ -305,6 +307,8 @@ func (s *Store) Update(ctx context.Context, ns, name string, obj Object, opts Wr
 	}
 	st := s.reg.cfg.Storage
 	key := s.key(ns, name)
+	buf := pooledStored()
+	defer releaseStored(buf) // enc and so are not used after the return
 	for {
 		cur, err := st.Get(ctx, key, 0)
 		if err != nil {
@@ -361,7 +365,7 @@ func (s *Store) Update(ctx context.Context, ns, name string, obj Object, opts Wr
 		if err := s.admit(ctx, false, areq); err != nil {
 			return nil, err
 		}
-		enc, err := encodeStored(next)
+		enc, err := encodeStoredInto(buf, next)
 		if err != nil {
 			return nil, meta.NewInternalError(err)
 		}
@@ -373,11 +377,11 @@ func (s *Store) Update(ctx context.Context, ns, name string, obj Object, opts Wr
 			// Nothing changed: kube-apiserver answers with the current object
 			// and writes nothing.
 			setRV(next, cur.Revision)
-			return &Result{JSON: so.appendJSON(nil, cur.Revision, true), Object: next, Warnings: warnings}, nil
+			return &Result{JSON: so.objectJSON(cur.Revision), Object: next, Warnings: warnings}, nil
 		}
 		if opts.DryRun {
 			setRV(next, cur.Revision)
-			return &Result{JSON: so.appendJSON(nil, cur.Revision, true), Object: next, Warnings: warnings}, nil
+			return &Result{JSON: so.objectJSON(cur.Revision), Object: next, Warnings: warnings}, nil
 		}
 		var rev int64
 		if s.finished(next) {
@@ -395,7 +399,7 @@ func (s *Store) Update(ctx context.Context, ns, name string, obj Object, opts Wr
 		}
 		s.wrote(rev)
 		setRV(next, rev)
-		return &Result{JSON: so.appendJSON(nil, rev, true), Object: next, Warnings: warnings}, nil
+		return &Result{JSON: so.objectJSON(rev), Object: next, Warnings: warnings}, nil
 	}
 }
 

@@ -310,7 +310,7 @@ func (s *Store) getFromCache(ctx context.Context, ns, name string) (_ []byte, ok
 	if err != nil {
 		return nil, true, meta.NewInternalError(fmt.Errorf("reading %s %q: %w", s.res.GroupResource(), name, err))
 	}
-	return so.appendJSON(nil, o.Revision, true), true, nil
+	return so.objectJSON(o.Revision), true, nil
 }
 
 // WatchCacheStats returns the figures of the type's watch cache; ok is false

@@ -139,6 +139,23 @@ func testUpdateCAS(t *testing.T, s *suite) {
 	if _, err := st.Get(ctx, []byte("up/missing"), 0); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("Update of a missing key created it: %v", err)
 	}
+
+	// The store keeps its own copy of an update's buffers too, and so do
+	// the events of a watch: the caller reuses its buffer as soon as the
+	// call returns (the registry encodes writes into pooled buffers).
+	ch := watch(t, st, storage.WatchOptions{Prefix: []byte("up/"), FromRevision: r3})
+	kbuf, vbuf := []byte("up/k"), []byte("reused-1")
+	r4, err := st.Update(ctx, kbuf, vbuf, r3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(kbuf, "up/X")
+	copy(vbuf, "SCRIBBLE")
+	checkKV(t, "Get after the caller reused its update buffers", get(t, st, "up/k", 0),
+		storage.KeyValue{Key: key, Value: []byte("reused-1"), Revision: r4, CreateRevision: r1})
+	s.expectEvents(t, "watch after the caller reused its update buffers", ch, []storage.Event{
+		{Type: storage.EventPut, Key: key, Value: []byte("reused-1"), PrevValue: []byte("v3"), Revision: r4, PrevRevision: r3, CreateRevision: r1},
+	})
 }
 
 func testDeleteCAS(t *testing.T, s *suite) {
