@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/merge"
@@ -656,10 +657,81 @@ func (id managerID) String() string {
 	return string(append(b, '}'))
 }
 
+// parseManagerID reads back what String wrote (a zero managerID for
+// anything that is not a JSON object). It runs for every manager of every
+// update and apply: an id without escapes, the usual one, is read directly,
+// others with kapi's JSON decoder.
 func parseManagerID(s string) managerID {
-	var id managerID
-	_ = json.Unmarshal([]byte(s), &id)
-	return id
+	if strings.IndexByte(s, '\\') < 0 {
+		if id, ok := parsePlainManagerID(s); ok {
+			return id
+		}
+	}
+	v, _, err := codec.DecodeJSON([]byte(s))
+	m, ok := v.(map[string]any)
+	if err != nil || !ok {
+		return managerID{}
+	}
+	str := func(k string) string { s, _ := m[k].(string); return s }
+	return managerID{Manager: str("manager"), Operation: str("operation"), APIVersion: str("apiVersion"), Subresource: str("subresource")}
+}
+
+// parsePlainManagerID reads {"key":"value",...} with no escapes and no
+// spaces, the form String writes; ok is false for anything else.
+func parsePlainManagerID(s string) (id managerID, ok bool) {
+	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
+		return managerID{}, false
+	}
+	rest := s[1 : len(s)-1]
+	for rest != "" {
+		var key, value string
+		if key, rest, ok = plainJSONString(rest); !ok || rest == "" || rest[0] != ':' {
+			return managerID{}, false
+		}
+		if value, rest, ok = plainJSONString(rest[1:]); !ok {
+			return managerID{}, false
+		}
+		switch key {
+		case "manager":
+			id.Manager = value
+		case "operation":
+			id.Operation = value
+		case "apiVersion":
+			id.APIVersion = value
+		case "subresource":
+			id.Subresource = value
+		default:
+			return managerID{}, false
+		}
+		if rest != "" {
+			if rest[0] != ',' || len(rest) == 1 {
+				return managerID{}, false
+			}
+			rest = rest[1:]
+		}
+	}
+	return id, true
+}
+
+// plainJSONString reads a JSON string without escapes at the start of s.
+func plainJSONString(s string) (value, rest string, ok bool) {
+	if s == "" || s[0] != '"' {
+		return "", s, false
+	}
+	end := strings.IndexByte(s[1:], '"')
+	if end < 0 {
+		return "", s, false
+	}
+	value = s[1 : 1+end]
+	for i := 0; i < len(value); i++ {
+		if value[i] < 0x20 {
+			return "", s, false
+		}
+	}
+	if !utf8.ValidString(value) {
+		return "", s, false
+	}
+	return value, s[2+end:], true
 }
 
 // appendFieldsJSON appends a decoded fieldsV1 value as JSON: objects of

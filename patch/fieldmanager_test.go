@@ -462,6 +462,34 @@ func TestManagerIDString(t *testing.T) {
 	}
 }
 
+// FuzzParseManagerID: what String writes reads back as encoding/json reads
+// it, through the direct path or the decoder, and any other text gives what
+// encoding/json gives into a managerID or the zero managerID.
+func FuzzParseManagerID(f *testing.F) {
+	f.Add("kubectl", OperationApply, "v1", "", `{"manager":"a","operation":"Update"}`)
+	f.Add(`quo"te\back<html>`, OperationUpdate, "apps/v1", "status", `{"manager":"a",}`)
+	f.Add("ünïcode \u2028 \x01 \xff", "", "", "scale", `{"manager":"a","other":"b"}`)
+	f.Add("", "", "", "", `{"manager":1}`)
+	f.Fuzz(func(t *testing.T, manager, operation, apiVersion, subresource, text string) {
+		id := managerID{Manager: manager, Operation: operation, APIVersion: apiVersion, Subresource: subresource}
+		var want managerID
+		if err := json.Unmarshal([]byte(id.String()), &want); err != nil {
+			t.Fatalf("encoding/json cannot read %s: %v", id.String(), err)
+		}
+		if got := parseManagerID(id.String()); got != want {
+			t.Fatalf("parseManagerID(%s) = %#v, want %#v", id.String(), got, want)
+		}
+		// Other text: parsePlainManagerID accepts only what encoding/json
+		// reads the same way.
+		if got, ok := parsePlainManagerID(text); ok {
+			var want managerID
+			if err := json.Unmarshal([]byte(text), &want); err != nil || got != want {
+				t.Fatalf("parsePlainManagerID(%q) = %#v; encoding/json: %#v, %v", text, got, want, err)
+			}
+		}
+	})
+}
+
 // The fieldsV1 of a stored object (decoded into maps) reads back as the same
 // set as through encoding/json; JSON text is used as it is; anything else is
 // left to encoding/json.
