@@ -18,6 +18,7 @@ import (
 	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/codec"
+	"github.com/kapi-dev/kapi/internal/bufpool"
 	"github.com/kapi-dev/kapi/watch"
 )
 
@@ -286,13 +287,11 @@ var errListChanged = errors.New("the list changed between its two passes")
 func streamProtobufList(ctx context.Context, st *registry.Store, ns string, opts registry.ListOptions, sw *streamWriter, bufLimit int,
 	apiVersion, kind string, metaField, itemsField protowire.Number, appendItem func(dst, item []byte) ([]byte, error),
 	encoding func(item []byte) ([]byte, error), refLimit int) error {
-	bp := protoBufs.Get().(*[]byte)
-	body := (*bp)[:0]
+	bp := protoBufs.Get()
+	body := *bp
 	defer func() {
-		if cap(body) <= 2*bufLimit {
-			*bp = body[:0]
-			protoBufs.Put(bp)
-		}
+		*bp = body
+		protoBufs.Put(bp, 2*bufLimit)
 	}()
 	var (
 		scratch  []byte
@@ -492,7 +491,7 @@ func writeProtobufObjects(sw *streamWriter, objs []*watch.Object, lm meta.ListMe
 	return err
 }
 
-var protoBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+var protoBufs = bufpool.New(64 << 10)
 
 // streamWriter writes a response body of unknown length: it holds the first
 // gzipThreshold bytes back, then commits the status line and writes through
@@ -512,7 +511,7 @@ type streamWriter struct {
 }
 
 var (
-	headBufs  = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }} // grows to gzipThreshold
+	headBufs  = bufpool.New(16 << 10) // grows to below gzipThreshold
 	bufioPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<10) }}
 	gzipPool  = sync.Pool{New: func() any {
 		zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
@@ -521,7 +520,7 @@ var (
 )
 
 func newStreamWriter(w http.ResponseWriter, mediaType string, gzipOK bool) *streamWriter {
-	return &streamWriter{w: w, mediaType: mediaType, gzip: gzipOK, head: headBufs.Get().(*[]byte), length: -1}
+	return &streamWriter{w: w, mediaType: mediaType, gzip: gzipOK, head: headBufs.Get(), length: -1}
 }
 
 // announce tells the writer the body's length before its first byte (a
@@ -606,8 +605,7 @@ func (sw *streamWriter) finish() error {
 
 func (sw *streamWriter) releaseHead() {
 	if sw.head != nil {
-		*sw.head = (*sw.head)[:0]
-		headBufs.Put(sw.head)
+		headBufs.Put(sw.head, 2*gzipThreshold) // always kept: it stays below gzipThreshold
 		sw.head = nil
 	}
 }

@@ -9,10 +9,10 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"sync"
 
 	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/internal/bufpool"
 )
 
 // serveResource serves every URL below a group version: collections, objects
@@ -263,13 +263,8 @@ func (s *Server) readBody(r *http.Request, st *registry.Store, info requestInfo)
 	}
 	// Every decoder copies what it keeps (strings, base64 of bytes): the
 	// body's bytes are free again once decoded (FuzzDecodeBody checks).
-	bp := bodyBuffers.Get().(*[]byte)
-	defer func() {
-		if cap(*bp) <= maxPooledBody {
-			*bp = (*bp)[:0]
-			bodyBuffers.Put(bp)
-		}
-	}()
+	bp := bodyBuffers.Get()
+	defer bodyBuffers.Put(bp, maxPooledBody)
 	data, err := readAllSized(*bp, http.MaxBytesReader(nil, r.Body, s.cfg.MaxRequestBodyBytes), r.ContentLength, s.cfg.MaxRequestBodyBytes)
 	*bp = data
 	if err != nil {
@@ -281,7 +276,7 @@ func (s *Server) readBody(r *http.Request, st *registry.Store, info requestInfo)
 // bodyBuffers holds the buffers request bodies are read into (readBody);
 // maxPooledBody bounds the ones kept, so that a rare large body does not pin
 // its buffer.
-var bodyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+var bodyBuffers = bufpool.New(4096)
 
 const maxPooledBody = 64 << 10
 

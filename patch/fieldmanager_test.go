@@ -459,6 +459,12 @@ func TestManagerIDString(t *testing.T) {
 		if back := parseManagerID(id.String()); back != id && utf8.ValidString(id.Manager) {
 			t.Errorf("parseManagerID(%s) = %#v, want %#v", id.String(), back, id)
 		}
+		// An id String writes without escapes is read directly.
+		if s := id.String(); !strings.Contains(s, `\`) {
+			if back, ok := parsePlainManagerID(s); !ok || back != id {
+				t.Errorf("parsePlainManagerID(%s) = %#v, %v; want %#v, true", s, back, ok, id)
+			}
+		}
 	}
 }
 

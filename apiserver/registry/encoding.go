@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 
 	"github.com/kapi-dev/kapi/codec"
+	"github.com/kapi-dev/kapi/internal/bufpool"
 )
 
 // Stored values are the object's JSON without metadata.resourceVersion (the
@@ -37,34 +37,22 @@ func encodeStored(obj Object) ([]byte, error) {
 // storedBuffers holds the buffers writes encode into. A storage backend does
 // not retain the value a write gives it (storage.Store), so a write's encoding
 // is free again once the write has returned and its response has been made
-// from it: a create or an update then allocates no buffer for it.
-var storedBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+// from it: a create or an update then allocates no buffer for it. Buffers
+// above maxPooledStored are not kept: a rare large object does not pin its
+// buffer.
+var storedBuffers = bufpool.New(4096)
 
-// maxPooledStored bounds the buffers kept in storedBuffers: a rare large
-// object does not pin its buffer.
 const maxPooledStored = 64 << 10
 
-// pooledStored returns a buffer from storedBuffers for encodeStoredInto.
-// The caller calls releaseStored once nothing refers to what was encoded
-// into it (after the storage write and the response JSON are made).
-func pooledStored() *[]byte { return storedBuffers.Get().(*[]byte) }
-
-// encodeStoredInto is encodeStored into *buf, which keeps the buffer (grown
-// if need be) for the next use; the result is valid until the next
-// encodeStoredInto or releaseStored of buf.
+// encodeStoredInto is encodeStored into *buf (from storedBuffers), which
+// keeps the buffer, grown if need be, for the next use; the result is valid
+// until the next encodeStoredInto or until buf goes back to the pool.
 func encodeStoredInto(buf *[]byte, obj Object) ([]byte, error) {
 	enc, err := appendStored((*buf)[:0], obj)
 	if err == nil {
 		*buf = enc
 	}
 	return enc, err
-}
-
-func releaseStored(buf *[]byte) {
-	if cap(*buf) <= maxPooledStored {
-		*buf = (*buf)[:0]
-		storedBuffers.Put(buf)
-	}
 }
 
 // appendStored appends the encoding of obj for storage to out, in one pass:

@@ -247,8 +247,8 @@ func (s *Store) Create(ctx context.Context, ns string, obj Object, opts WriteOpt
 	if err := s.admit(ctx, false, areq); err != nil {
 		return nil, err
 	}
-	buf := pooledStored()
-	defer releaseStored(buf) // enc and so are not used after the return
+	buf := storedBuffers.Get()
+	defer storedBuffers.Put(buf, maxPooledStored) // enc and so are not used after the return
 	enc, err := encodeStoredInto(buf, obj)
 	if err != nil {
 		return nil, meta.NewInternalError(err)
@@ -307,8 +307,8 @@ func (s *Store) Update(ctx context.Context, ns, name string, obj Object, opts Wr
 	}
 	st := s.reg.cfg.Storage
 	key := s.key(ns, name)
-	buf := pooledStored()
-	defer releaseStored(buf) // enc and so are not used after the return
+	buf := storedBuffers.Get()
+	defer storedBuffers.Put(buf, maxPooledStored) // enc and so are not used after the return
 	for {
 		cur, err := st.Get(ctx, key, 0)
 		if err != nil {
