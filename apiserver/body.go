@@ -1,11 +1,13 @@
 package apiserver
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"mime"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/kapi-dev/kapi/apiserver/meta"
@@ -21,6 +23,9 @@ import (
 type bodyTarget struct {
 	kind, apiVersion string
 	msg              *codec.Message // nil: no protobuf
+	// yamlAliasBytes bounds what YAML aliases may add (the body limit);
+	// zero is codec.DefaultYAMLAliasBytes.
+	yamlAliasBytes int
 }
 
 // bodyTargetOf returns what the body of a request to st (info) must be: an
@@ -73,7 +78,7 @@ func decodeBody(mt string, data []byte, t bodyTarget) (registry.Object, []string
 		obj, err := decodeProtobufBody(data, t)
 		return obj, nil, err
 	case codec.MediaYAML:
-		if v, dups, err = codec.DecodeYAML(data); err != nil {
+		if v, dups, err = decodeYAML(data, t.yamlAliasBytes); err != nil {
 			return nil, nil, meta.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
 		}
 	default:
@@ -90,6 +95,30 @@ func decodeBody(mt string, data []byte, t bodyTarget) (registry.Object, []string
 		problems = append(problems, fmt.Sprintf("duplicate field %q", d))
 	}
 	return obj, problems, nil
+}
+
+// decodeYAML is codec.DecodeYAMLLimit with aliasBytes, or its default.
+func decodeYAML(data []byte, aliasBytes int) (any, []string, error) {
+	if aliasBytes <= 0 {
+		aliasBytes = codec.DefaultYAMLAliasBytes
+	}
+	return codec.DecodeYAMLLimit(data, aliasBytes)
+}
+
+// bodyReadError is the Status for a request body that could not be read:
+// 413 beyond the size limit, 504 when the client did not send it within the
+// request's time (Config.RequestTimeout), 400 otherwise.
+func bodyReadError(err error, limit int64) *meta.StatusError {
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return meta.NewRequestEntityTooLarge(fmt.Sprintf("the request body is larger than the limit of %d bytes", limit))
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
+		se := meta.NewTimeout("Timeout: the request body was not received within the allotted time", 0)
+		se.Status.Details = nil
+		return se
+	}
+	return meta.NewBadRequest(fmt.Sprintf("error reading the request body: %v", err))
 }
 
 // decodeProtobufBody decodes an enveloped protobuf object of the target
@@ -138,7 +167,7 @@ func deleteOptionsJSON(r *http.Request, body []byte) ([]byte, error) {
 		}
 		return json.Marshal(obj)
 	case codec.MediaYAML:
-		v, _, err := codec.DecodeYAML(body)
+		v, _, err := decodeYAML(body, len(body))
 		if err != nil {
 			return nil, meta.NewBadRequest(fmt.Sprintf("error decoding DeleteOptions: %v", err))
 		}

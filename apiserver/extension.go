@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -158,11 +157,12 @@ func (s *Server) readExtensionBody(r *http.Request, target bodyTarget) (registry
 	}
 	data, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.cfg.MaxRequestBodyBytes))
 	if err != nil {
-		return nil, nil, meta.NewRequestEntityTooLarge(fmt.Sprintf("the request body is larger than the limit of %d bytes", s.cfg.MaxRequestBodyBytes))
+		return nil, nil, bodyReadError(err, s.cfg.MaxRequestBodyBytes)
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, nil, nil
 	}
+	target.yamlAliasBytes = int(s.cfg.MaxRequestBodyBytes)
 	return decodeBody(mt, data, target)
 }
 

@@ -140,7 +140,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, t patchTarget) {
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.cfg.MaxRequestBodyBytes))
 	if err != nil {
-		s.writeError(w, r, meta.NewRequestEntityTooLarge(fmt.Sprintf("the request body is larger than the limit of %d bytes", s.cfg.MaxRequestBodyBytes)))
+		s.writeError(w, r, bodyReadError(err, s.cfg.MaxRequestBodyBytes))
 		return
 	}
 	var (
@@ -257,7 +257,7 @@ func (s *Server) applyOtherPatch(ctx context.Context, t patchTarget, mt string, 
 // other managers fail unless forced, and the result is written with the
 // managedFields the apply computed.
 func (s *Server) applyPatch(ctx context.Context, t patchTarget, body []byte, opts registry.WriteOptions, force bool) (*registry.Result, bool, []string, error) {
-	config, problems, err := decodeYAMLOrJSON(body)
+	config, problems, err := decodeYAMLOrJSON(body, int(s.cfg.MaxRequestBodyBytes))
 	if err != nil {
 		return nil, false, nil, meta.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
 	}
@@ -414,14 +414,20 @@ func duplicateProblems(dups []string) []string {
 
 // decodeYAMLOrJSON decodes a JSON or YAML request body into a generic
 // object. problems lists duplicate fields (field validation findings).
-func decodeYAMLOrJSON(data []byte) (map[string]any, []string, error) {
-	decode := codec.DecodeJSON
+// YAML aliases may add at most aliasBytes.
+func decodeYAMLOrJSON(data []byte, aliasBytes int) (map[string]any, []string, error) {
+	var (
+		v    any
+		dups []string
+		err  error
+	)
 	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' {
 		// YAML goes through the bounded decoder: alias bombs and deep
 		// nesting are refused, duplicate keys reported by path.
-		decode = codec.DecodeYAML
+		v, dups, err = decodeYAML(data, aliasBytes)
+	} else {
+		v, dups, err = codec.DecodeJSON(data)
 	}
-	v, dups, err := decode(data)
 	if err != nil {
 		return nil, nil, err
 	}

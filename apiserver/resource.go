@@ -268,8 +268,9 @@ func (s *Server) readBody(r *http.Request, st *registry.Store, info requestInfo)
 	data, err := readAllSized(*bp, http.MaxBytesReader(nil, r.Body, s.cfg.MaxRequestBodyBytes), r.ContentLength, s.cfg.MaxRequestBodyBytes)
 	*bp = data
 	if err != nil {
-		return nil, nil, meta.NewRequestEntityTooLarge(fmt.Sprintf("the request body is larger than the limit of %d bytes", s.cfg.MaxRequestBodyBytes))
+		return nil, nil, bodyReadError(err, s.cfg.MaxRequestBodyBytes)
 	}
+	target.yamlAliasBytes = int(s.cfg.MaxRequestBodyBytes)
 	return decodeBody(mt, data, target)
 }
 
@@ -384,7 +385,7 @@ func (s *Server) deleteOptions(r *http.Request) (registry.DeleteOptions, error) 
 		}
 	}
 	if body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.cfg.MaxRequestBodyBytes)); err != nil {
-		return opts, meta.NewRequestEntityTooLarge("the request body is too large")
+		return opts, bodyReadError(err, s.cfg.MaxRequestBodyBytes)
 	} else if len(bytes.TrimSpace(body)) > 0 {
 		body, err := deleteOptionsJSON(r, body)
 		if err != nil {

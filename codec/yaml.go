@@ -16,14 +16,25 @@ import (
 // may shorten a document, not blow it up ("billion laughs").
 const MaxYAMLNodes = 100000
 
-// DecodeYAML decodes one YAML document into the generic form DecodeJSON
+// DefaultYAMLAliasBytes is DecodeYAML's bound on the bytes that aliases add
+// to a document (DecodeYAMLLimit).
+const DefaultYAMLAliasBytes = 3 << 20
+
+// DecodeYAML is DecodeYAMLLimit with DefaultYAMLAliasBytes.
+func DecodeYAML(data []byte) (any, []string, error) {
+	return DecodeYAMLLimit(data, DefaultYAMLAliasBytes)
+}
+
+// DecodeYAMLLimit decodes one YAML document into the generic form DecodeJSON
 // returns, with YAML 1.1 scalars as Kubernetes reads them (yes/no are
 // booleans). It reports duplicate mapping keys by field path, like
 // DecodeJSON. It refuses documents nested deeper than MaxDepth (YAML's own
-// limit is lower), documents whose aliases expand beyond their budget,
-// several documents in one body, and values JSON cannot hold (.inf, NaN,
-// non-string keys that are not scalars).
-func DecodeYAML(data []byte) (any, []string, error) {
+// limit is lower), several documents in one body, values JSON cannot hold
+// (.inf, NaN, non-string keys that are not scalars), and documents whose
+// aliases expand them by more than MaxYAMLNodes nodes or aliasBytes bytes
+// (scalar bytes plus two a node): both are checked on the parsed tree,
+// before anything is expanded, so a small body cannot become a large value.
+func DecodeYAMLLimit(data []byte, aliasBytes int) (any, []string, error) {
 	dec := yamlv3.NewDecoder(bytes.NewReader(data))
 	var doc yamlv3.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -38,7 +49,7 @@ func DecodeYAML(data []byte) (any, []string, error) {
 	} else if !errors.Is(err, io.EOF) {
 		return nil, nil, fmt.Errorf("yaml: %w", trimYAMLError(err))
 	}
-	c := yamlCheck{sizes: map[*yamlv3.Node]int{}}
+	c := yamlCheck{sizes: map[*yamlv3.Node]yamlSize{}, aliasLimit: aliasBytes}
 	c.literal(&doc)
 	c.limit = MaxYAMLNodes + 4*c.literals
 	if _, err := c.expanded(&doc, 0, []pathElem{}); err != nil {
@@ -56,10 +67,17 @@ func DecodeYAML(data []byte) (any, []string, error) {
 }
 
 type yamlCheck struct {
-	literals int
-	limit    int
-	sizes    map[*yamlv3.Node]int // expanded size of anchored nodes
-	dups     []string
+	literals   int
+	limit      int // nodes, expanded
+	aliasLimit int // bytes added by aliases
+	aliasBytes int
+	sizes      map[*yamlv3.Node]yamlSize // expanded size of anchored nodes
+	dups       []string
+}
+
+// yamlSize is the size of a node with its aliases expanded.
+type yamlSize struct {
+	nodes, bytes int
 }
 
 // literal counts the nodes written out in the document.
@@ -71,28 +89,32 @@ func (c *yamlCheck) literal(n *yamlv3.Node) {
 }
 
 // expanded returns the size of n with its aliases expanded, failing beyond
-// the budget or MaxDepth, and collects duplicate keys (outside aliases).
-func (c *yamlCheck) expanded(n *yamlv3.Node, depth int, path []pathElem) (int, error) {
+// the budgets or MaxDepth, and collects duplicate keys (outside aliases).
+func (c *yamlCheck) expanded(n *yamlv3.Node, depth int, path []pathElem) (yamlSize, error) {
 	if depth > MaxDepth {
-		return 0, fmt.Errorf("yaml: exceeded max depth of %d", MaxDepth)
+		return yamlSize{}, fmt.Errorf("yaml: exceeded max depth of %d", MaxDepth)
 	}
 	if n.Kind == yamlv3.AliasNode {
 		if n.Alias == nil {
-			return 0, errors.New("yaml: unknown anchor")
+			return yamlSize{}, errors.New("yaml: unknown anchor")
 		}
-		if s, ok := c.sizes[n.Alias]; ok {
-			return s, nil
+		s, ok := c.sizes[n.Alias]
+		if !ok {
+			// An alias refers to an earlier anchor, so there are no cycles;
+			// but an anchor's size is computed once.
+			var err error
+			if s, err = c.expanded(n.Alias, depth+1, nil); err != nil {
+				return yamlSize{}, err
+			}
+			c.sizes[n.Alias] = s
 		}
-		// An alias refers to an earlier anchor, so there are no cycles; but
-		// an anchor's size is computed once.
-		s, err := c.expanded(n.Alias, depth+1, nil)
-		if err != nil {
-			return 0, err
+		c.aliasBytes += s.bytes
+		if c.aliasBytes > c.aliasLimit {
+			return yamlSize{}, fmt.Errorf("yaml: the document's aliases expand it by more than %d bytes", c.aliasLimit)
 		}
-		c.sizes[n.Alias] = s
 		return s, nil
 	}
-	size := 1
+	size := yamlSize{nodes: 1, bytes: len(n.Value) + 2}
 	var seen map[string]bool
 	if n.Kind == yamlv3.MappingNode && path != nil {
 		seen = map[string]bool{}
@@ -120,11 +142,12 @@ func (c *yamlCheck) expanded(n *yamlv3.Node, depth int, path []pathElem) (int, e
 		}
 		s, err := c.expanded(ch, depth+1, childPath)
 		if err != nil {
-			return 0, err
+			return yamlSize{}, err
 		}
-		size += s
-		if size > c.limit {
-			return 0, fmt.Errorf("yaml: the document expands to more than %d nodes through its aliases", c.limit)
+		size.nodes += s.nodes
+		size.bytes += s.bytes
+		if size.nodes > c.limit {
+			return yamlSize{}, fmt.Errorf("yaml: the document expands to more than %d nodes through its aliases", c.limit)
 		}
 	}
 	if n.Anchor != "" {

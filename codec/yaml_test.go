@@ -73,6 +73,25 @@ func TestDecodeYAMLBombs(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
+	// Few nodes, many bytes: one long anchored string referenced many
+	// times (a 109 KB body that expanded to 300 MB).
+	long := "s: &s " + strings.Repeat("x", 100000) + "\nl:\n" + strings.Repeat("- *s\n", 3000)
+	if _, _, err := DecodeYAML([]byte(long)); err == nil || !strings.Contains(err.Error(), "aliases expand") {
+		t.Errorf("long anchored string: %v, want refused for its aliases' bytes", err)
+	}
+	// The bound is the caller's: 10 references of 1,000 bytes fit 20,000.
+	ten := "s: &s " + strings.Repeat("x", 1000) + "\nl:\n" + strings.Repeat("- *s\n", 10)
+	if _, _, err := DecodeYAMLLimit([]byte(ten), 20000); err != nil {
+		t.Errorf("10 KB through aliases under a 20 KB bound: %v", err)
+	}
+	if _, _, err := DecodeYAMLLimit([]byte(ten), 5000); err == nil {
+		t.Errorf("10 KB through aliases under a 5 KB bound: accepted")
+	}
+	// A document without aliases is never refused for its bytes.
+	big := "s: " + strings.Repeat("x", 200000) + "\n"
+	if _, _, err := DecodeYAMLLimit([]byte(big), 1000); err != nil {
+		t.Errorf("no aliases: %v", err)
+	}
 	// Modest reuse of anchors is fine.
 	if _, _, err := DecodeYAML([]byte(billionLaughs(3, 3))); err != nil {
 		t.Errorf("small anchors: %v", err)
