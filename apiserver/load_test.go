@@ -21,7 +21,7 @@ import (
 // and exactly the accepted objects exist afterwards.
 func TestMaxInFlightUnderLoad(t *testing.T) {
 	ts := securedServer(t, nil, func(c *Config) {
-		c.MaxMutatingRequestsInFlight = 2
+		c.FlowControl.Levels = []PriorityLevel{{Name: "all", Seats: 2, SeatsPerFlow: 2, QueueLength: -1}}
 		c.Authorizer = auth.AuthorizerFunc(func(_ context.Context, a auth.Attributes) (auth.Decision, string, error) {
 			if a.Verb == "create" {
 				// Keep each create inside the limit a little, so that

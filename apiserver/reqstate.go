@@ -47,9 +47,10 @@ func (s *Server) begin(next http.Handler) http.Handler {
 		st.path, st.raw = routePaths(r)
 		st.long = s.isLongRunning(r, st.raw)
 		st.dl.Context = r.Context()
-		if t := s.limiter.timeout; t > 0 && !st.long && !isPublicPath(st.path) {
+		if t := s.cfg.RequestTimeout; t > 0 && !st.long && !isPublicPath(st.path) {
 			st.timed, st.dl.deadline = true, time.Now().Add(t)
 			defer st.dl.release()
+			setIODeadlines(w, r, st.dl.deadline, min(t, responseWriteGrace))
 		}
 		next.ServeHTTP(w, r.WithContext(st))
 	})

@@ -143,19 +143,6 @@ func (s *Server) authorizeNonResource(next http.Handler) http.Handler {
 	})
 }
 
-// limiter bounds the requests in flight, mutating and read-only separately;
-// long-running requests (watches) are not counted. Beyond the bound the
-// answer is 429 with Retry-After, as kube-apiserver's max-in-flight filter.
-type limiter struct {
-	readOnly chan struct{}
-	mutating chan struct{}
-	timeout  time.Duration
-}
-
-func newLimiter(readOnly, mutating int, timeout time.Duration) *limiter {
-	return &limiter{readOnly: make(chan struct{}, readOnly), mutating: make(chan struct{}, mutating), timeout: timeout}
-}
-
 // isLongRunning reports whether r is a watch or a follow stream, which are
 // exempt from the in-flight limits and the request timeout. It decides on
 // the resolved request, as the handler will: a watch is a GET with ?watch
@@ -206,32 +193,6 @@ func resourceOfPath(p string) (gvr meta.GroupVersionResource, sub string, ok boo
 	}
 	_, gvr.Resource, _, sub, ok = parseResourcePath(rest)
 	return gvr, sub, ok
-}
-
-func (s *Server) limit(next http.Handler) http.Handler {
-	l := s.limiter
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if st := stateOf(r); st.long || isPublicPath(st.path) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		sem := l.readOnly
-		switch r.Method {
-		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
-			sem = l.mutating
-		}
-		select {
-		case sem <- struct{}{}:
-			defer func() { <-sem }()
-		default:
-			se := newTooManyRequests()
-			s.writeError(w, r, se)
-			return
-		}
-		// The request's deadline, if any, is in its state from the start
-		// (begin).
-		next.ServeHTTP(w, r)
-	})
 }
 
 func newTooManyRequests() *meta.StatusError {

@@ -344,9 +344,11 @@ func TestMaxInFlight(t *testing.T) {
 	var entered sync.WaitGroup
 	entered.Add(2)
 	ts := securedServer(t, nil, func(c *Config) {
-		c.MaxMutatingRequestsInFlight = 2
+		// Two mutating seats a user may both take, no queue.
+		c.FlowControl.Levels = DefaultPriorityLevels(400, 2)
+		c.FlowControl.Levels[1].SeatsPerFlow, c.FlowControl.Levels[1].QueueLength = 2, -1
 		c.Authorizer = auth.AuthorizerFunc(func(_ context.Context, a auth.Attributes) (auth.Decision, string, error) {
-			if a.Verb == "create" && a.Name == "" && a.Resource == "configmaps" {
+			if a.Verb == "create" && a.Name == "" && a.Resource == "configmaps" && a.User.Name == "reader" {
 				entered.Done()
 				<-release // hold the request inside the limit
 			}
@@ -354,25 +356,31 @@ func TestMaxInFlight(t *testing.T) {
 		})
 	})
 	var wg sync.WaitGroup
+	defer wg.Wait()
+	var once sync.Once
+	defer once.Do(func() { close(release) }) // also when the test fails
 	for i := 0; i < 2; i++ {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			do(t, ts, "POST", cmPath, fmt.Sprintf(`{"metadata":{"name":"held%d"}}`, i), bearer("admin-token")...)
+			do(t, ts, "POST", cmPath, fmt.Sprintf(`{"metadata":{"name":"held%d"}}`, i), bearer("reader-token")...)
 		}(i)
 	}
 	entered.Wait()
-	r := do(t, ts, "PUT", cmPath+"/x", `{"metadata":{"name":"x"}}`, bearer("admin-token")...)
+	r := do(t, ts, "PUT", cmPath+"/x", `{"metadata":{"name":"x"}}`, bearer("reader-token")...)
 	st := r.status(t, 429, meta.StatusReasonTooManyRequests)
 	if r.header.Get("Retry-After") != "1" || st.Details == nil || st.Details.RetryAfterSeconds != 1 {
 		t.Fatalf("429 without Retry-After: %v %+v", r.header, st)
 	}
+	// Members of system:masters are exempt.
+	if r := do(t, ts, "POST", cmPath, `{"metadata":{"name":"by-admin"}}`, bearer("admin-token")...); r.code != 201 {
+		t.Fatalf("admin during mutating saturation: %d %s", r.code, r.body)
+	}
 	// Reads have their own bound.
-	if r := do(t, ts, "GET", cmPath, "", bearer("admin-token")...); r.code != 200 {
+	if r := do(t, ts, "GET", cmPath, "", bearer("reader-token")...); r.code != 200 {
 		t.Fatalf("read during mutating saturation: %d", r.code)
 	}
-	close(release)
-	wg.Wait()
+	once.Do(func() { close(release) })
 }
 
 func TestAdmission(t *testing.T) {
@@ -474,26 +482,13 @@ func TestMetrics(t *testing.T) {
 	if r := do(t, ts, "GET", cmPath+"?watch=1&timeoutSeconds=1", "", admin...); r.code != 200 {
 		t.Fatalf("watch: %d %s", r.code, r.body)
 	}
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]float64{}
-	for _, f := range families {
-		for _, m := range f.GetMetric() {
-			key := f.GetName()
-			for _, l := range m.GetLabel() {
-				key += "," + l.GetName() + "=" + l.GetValue()
-			}
-			switch {
-			case m.Counter != nil:
-				got[key] = m.Counter.GetValue()
-			case m.Histogram != nil:
-				got[key] = float64(m.Histogram.GetSampleCount())
-			case m.Gauge != nil:
-				got[key] = m.Gauge.GetValue()
-			}
-		}
+	// The client may read the end of the watch before the server counts
+	// it: gather until it is counted.
+	watchKey := "apiserver_request_total,code=200,component=apiserver,group=,resource=configmaps,scope=namespace,subresource=,verb=watch,version=v1"
+	got := gatherFlat(t, reg)
+	for deadline := time.Now().Add(5 * time.Second); got[watchKey] == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		got = gatherFlat(t, reg)
 	}
 	for key, want := range map[string]float64{
 		"apiserver_request_total,code=201,component=apiserver,group=,resource=configmaps,scope=namespace,subresource=,verb=create,version=v1": 1,
@@ -518,6 +513,10 @@ func TestMetrics(t *testing.T) {
 		"apiserver_request_total,code=200,component=apiserver,group=,resource=configmaps,scope=resource,subresource=,verb=get,version=v1":    2,
 		"apiserver_request_duration_seconds,component=apiserver,group=,resource=configmaps,scope=resource,subresource=,verb=get,version=v1":  4, // two 200s and the two 404s
 		"apiserver_current_inflight_requests,request_kind=mutating":                                                                          0,
+		"apiserver_flowcontrol_nominal_limit_seats,priority_level=mutating":                                                                  200,
+		"apiserver_flowcontrol_nominal_limit_seats,priority_level=readOnly":                                                                  400,
+		"apiserver_flowcontrol_current_executing_seats,priority_level=readOnly":                                                              0,
+		"apiserver_flowcontrol_current_inqueue_requests,priority_level=readOnly":                                                             0,
 		"apiserver_request_total,code=405,component=apiserver,group=,resource=,scope=,subresource=,verb=other,version=":                      1,
 		"apiserver_request_total,code=404,component=apiserver,group=,resource=,scope=,subresource=,verb=list,version=":                       1,
 		"apiserver_request_total,code=404,component=apiserver,group=,resource=configmaps,scope=resource,subresource=,verb=get,version=v1":    2, // the missing object and the teacup subresource
@@ -527,6 +526,34 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", key, v, ok, want)
 		}
 	}
+}
+
+// gatherFlat returns reg's series as "name,label=value,..." -> value (the
+// sample count of a histogram).
+func gatherFlat(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			key := f.GetName()
+			for _, l := range m.GetLabel() {
+				key += "," + l.GetName() + "=" + l.GetValue()
+			}
+			switch {
+			case m.Counter != nil:
+				got[key] = m.Counter.GetValue()
+			case m.Histogram != nil:
+				got[key] = float64(m.Histogram.GetSampleCount())
+			case m.Gauge != nil:
+				got[key] = m.Gauge.GetValue()
+			}
+		}
+	}
+	return got
 }
 
 // An apply body built from wide anchors several levels deep must be refused

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,13 +80,30 @@ type Config struct {
 	// Authorizer decides every request, dry-run requests exactly as real
 	// ones. Default: every request that passed authentication is allowed.
 	Authorizer auth.Authorizer
-	// MaxRequestsInFlight and MaxMutatingRequestsInFlight bound concurrent
-	// non-long-running requests (429 with Retry-After beyond). Defaults 400
-	// and 200, as kube-apiserver; watches are not counted.
+	// MaxRequestsInFlight and MaxMutatingRequestsInFlight are the seats of
+	// the default priority levels (FlowControl): what read-only and
+	// mutating requests of users outside system:masters take at once,
+	// shared fairly between users, with a queue per user and 429 with
+	// Retry-After beyond. Defaults 400 and 200, as kube-apiserver; watches
+	// are not counted.
 	MaxRequestsInFlight         int
 	MaxMutatingRequestsInFlight int
-	// RequestTimeout bounds non-long-running requests (504 beyond). Default 60s.
+	// FlowControl classifies requests into priority levels and shares each
+	// level's seats fairly between users. The zero value is the default
+	// levels; see FlowControl.
+	FlowControl FlowControl
+	// RequestTimeout bounds requests that are not long-running: reading
+	// the body, handling and writing the response (504 beyond, or the
+	// connection is closed when the response was under way). Default 60s,
+	// as kube-apiserver.
 	RequestTimeout time.Duration
+	// ReadHeaderTimeout, IdleTimeout and MaxHeaderBytes are for the
+	// http.Server that serves the handler, which a handler cannot set:
+	// ConfigureHTTPServer applies them. Defaults 32s, 90s and 1 MiB, as
+	// kube-apiserver.
+	ReadHeaderTimeout time.Duration
+	IdleTimeout       time.Duration
+	MaxHeaderBytes    int
 	// FutureRevisionWait is how long a read at a resourceVersion newer than
 	// the store's waits before a 504 with Retry-After. Default 3s, as
 	// kube-apiserver.
@@ -106,6 +124,12 @@ type Config struct {
 	// metrics (request counts and latency, in-flight requests, watches,
 	// storage latency, object counts). Serve it with promhttp yourself.
 	Metrics prometheus.Registerer
+	// NonResourceHandlers are served at their paths (exact, as "/metrics")
+	// behind the same authentication, flow control and authorization as
+	// discovery: a request is authorized as verb get (the method, lower
+	// case, for others) on its path, so grant it with nonResourceURLs.
+	// Serve Prometheus metrics this way, not beside the handler.
+	NonResourceHandlers map[string]http.Handler
 	// TracerProvider, when set, traces every request: one server span per
 	// request with child spans for storage operations and admission hooks
 	// (docs/operations.md lists them). Pass an OpenTelemetry SDK provider;
@@ -114,6 +138,20 @@ type Config struct {
 	// Propagator extracts the client's trace context from request headers
 	// when tracing is on. Default: W3C Trace Context (traceparent).
 	Propagator propagation.TextMapPropagator
+}
+
+// checkNonResourcePath refuses a NonResourceHandlers path that is not
+// absolute or that the server serves itself.
+func checkNonResourcePath(p string) error {
+	if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "*{}") {
+		return fmt.Errorf("apiserver: NonResourceHandlers path %q: want an absolute path without patterns", p)
+	}
+	first, _, _ := strings.Cut(p[1:], "/")
+	switch first {
+	case "api", "apis", "openapi", "version", "healthz", "livez", "readyz":
+		return fmt.Errorf("apiserver: NonResourceHandlers path %q is the server's own", p)
+	}
+	return nil
 }
 
 // VersionInfo is the body of /version.
@@ -144,7 +182,7 @@ type Server struct {
 	docs   *documents // discovery and OpenAPI documents, rebuilt on change
 
 	authorizer auth.Authorizer
-	limiter    *limiter
+	flow       *flowControl
 	pbCache    *codec.ProtobufCache // nil: none
 
 	// bufferLists sends every list through the buffered path (tests and
@@ -192,13 +230,34 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = time.Minute
 	}
+	if cfg.ReadHeaderTimeout <= 0 {
+		cfg.ReadHeaderTimeout = 32 * time.Second
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 90 * time.Second
+	}
+	if cfg.MaxHeaderBytes <= 0 {
+		cfg.MaxHeaderBytes = 1 << 20
+	}
+	for p := range cfg.NonResourceHandlers {
+		if err := checkNonResourcePath(p); err != nil {
+			return nil, err
+		}
+	}
+	flow, err := newFlowControl(cfg)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.DefaultNamespaces == nil {
 		cfg.DefaultNamespaces = []string{"default"}
 	}
 	var m *metrics
 	if cfg.Metrics != nil {
 		var err error
-		if m, err = newMetrics(cfg.Metrics); err != nil {
+		if m, err = newMetrics(cfg.Metrics); err == nil {
+			err = flow.register(cfg.Metrics)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("apiserver: registering metrics: %w", err)
 		}
 		cfg.Storage = instrumentedStore{Store: cfg.Storage, m: m}
@@ -208,8 +267,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, reg: reg, authorizer: cfg.Authorizer, metrics: m,
-		limiter: newLimiter(cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight, cfg.RequestTimeout)}
+	s := &Server{cfg: cfg, log: cfg.Logger, reg: reg, authorizer: cfg.Authorizer, metrics: m, flow: flow}
 	s.watchesCtx, s.endWatches = context.WithCancel(context.Background())
 	s.protobufListBuffer = 4 << 20
 	s.writeTimeout.Store(int64(watchWriteTimeout))
@@ -375,6 +433,9 @@ func (s *Server) routes() (chi.Router, http.Handler) {
 	r.Get("/openapi/v2", s.serveOpenAPIV2)
 	r.Get("/openapi/v3", s.serveOpenAPIV3Index)
 	r.Get("/openapi/v3/*", s.serveOpenAPIV3)
+	for p, h := range s.cfg.NonResourceHandlers {
+		r.Handle(p, h)
+	}
 	r.HandleFunc("/api/{version}", s.serveGroupVersion)
 	r.HandleFunc("/api/{version}/*", s.serveResource)
 	r.HandleFunc("/apis/{group}", s.serveAPIGroup)

@@ -132,7 +132,8 @@ func TestLongRunningDecidedOnTheRoute(t *testing.T) {
 	t.Cleanup(func() { store.Close() })
 	entered, release := make(chan struct{}), make(chan struct{})
 	api, err := New(context.Background(), Config{
-		Storage: store, AllowAnonymous: true, MaxRequestsInFlight: 1, DefaultNamespaces: []string{"team"},
+		Storage: store, AllowAnonymous: true, DefaultNamespaces: []string{"team"},
+		FlowControl: FlowControl{Levels: []PriorityLevel{{Name: "all", Seats: 1, QueueLength: -1}}},
 		Authorizer: auth.AuthorizerFunc(func(_ context.Context, a auth.Attributes) (auth.Decision, string, error) {
 			if a.Resource == "configmaps" && a.Name == "held" {
 				entered <- struct{}{}
