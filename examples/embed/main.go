@@ -135,7 +135,8 @@ func run(ctx context.Context, logger *slog.Logger, listen, dataDir string) error
 		return err
 	}
 	defer svc.api.Close()
-	srv := &http.Server{Addr: listen, Handler: svc.router, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Addr: listen, Handler: svc.router}
+	svc.api.ConfigureHTTPServer(srv) // header and idle timeouts
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
