@@ -103,6 +103,7 @@ func FuzzDecodeYAML(f *testing.F) {
 	for _, s := range []string{"a: 1\n", "a: &x [1]\nb: *x\n", "- a\n- {b: c}\n", "<<: {a: 1}\n", "a: !!binary aGVsbG8=\n", "? [a]\n: 1\n"} {
 		f.Add([]byte(s))
 	}
+	f.Add([]byte("a: &a [x, x, x, x]\nb: &b [*a, *a, *a, *a]\nc: [*b, *b, *b, *b]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		v, _, err := DecodeYAML(data)
 		if err != nil {
@@ -110,6 +111,20 @@ func FuzzDecodeYAML(f *testing.F) {
 		}
 		if _, err := json.Marshal(v); err != nil {
 			t.Fatalf("DecodeYAML(%q) = %#v, not JSON: %v", data, v, err)
+		}
+		// What a small alias bound accepts stays within a few times the
+		// body and the bound.
+		const bound = 256
+		v, _, err = DecodeYAMLLimit(data, bound)
+		if err != nil {
+			return
+		}
+		j, err := json.Marshal(v)
+		if err != nil {
+			t.Fatalf("DecodeYAMLLimit(%q) = %#v, not JSON: %v", data, v, err)
+		}
+		if len(j) > 8*(len(data)+bound)+64 {
+			t.Fatalf("DecodeYAMLLimit(%q, %d) accepted a document of %d bytes as JSON", data, bound, len(j))
 		}
 	})
 }
