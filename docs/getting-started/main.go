@@ -81,7 +81,8 @@ func run(ctx context.Context, logger *slog.Logger) error {
 	}
 	defer api.Close()
 
-	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: api, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: api}
+	api.ConfigureHTTPServer(srv)           // header and idle timeouts
 	srv.RegisterOnShutdown(api.EndWatches) // open watches end, so Shutdown can finish
 	shutdownDone := make(chan struct{})
 	go func() {
