@@ -356,3 +356,34 @@ func badgerInMemory(t *testing.T) *badger.Store {
 	t.Cleanup(func() { store.Close() })
 	return store
 }
+
+// Large bodies take seats in proportion to their declared length, so one
+// user decodes only a few at once: decoding holds about fifty times a
+// body's size.
+func TestHostileLargeBodiesTakeSeats(t *testing.T) {
+	url, reg := hostileServer(t, func(c *Config) {
+		c.MaxMutatingRequestsInFlight = 40 // a user may hold 10
+		c.FlowControl.SeatBytes = 32 << 10
+		c.RequestTimeout = 2 * time.Second
+	})
+	large := func() net.Conn {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		// 256 KiB declared: 1 + 8 seats. The body stalls after two bytes.
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer reader-token\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"", ssarPath, 256<<10)
+		return conn
+	}
+	large()
+	waitMetric(t, reg, "apiserver_flowcontrol_current_executing_seats,priority_level=mutating", 9)
+	large() // 18 seats would pass the user's 10: it waits
+	waitMetric(t, reg, "apiserver_flowcontrol_current_inqueue_requests,priority_level=mutating", 1)
+	// Another user's request runs on the seats left.
+	if code, body := call(t, "POST", url+ssarPath, "writer-token", "application/json",
+		`{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"resourceAttributes":{"verb":"get","resource":"configmaps"}}}`); code != http.StatusCreated {
+		t.Fatalf("another user beside the large bodies: %d %s", code, body)
+	}
+	waitMetric(t, reg, "apiserver_flowcontrol_current_executing_seats,priority_level=mutating", 0)
+}
