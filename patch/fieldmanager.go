@@ -207,11 +207,11 @@ func (m *FieldManager) Update(live, obj map[string]any, manager, subresource str
 	if created && len(ms.fields) == 0 && m.createManaged(obj, md, manager, now) {
 		return nil
 	}
-	liveTV, err := m.typedObject(live, true)
+	liveTV, err := m.comparableObject(live)
 	if err != nil {
 		return err
 	}
-	newTV, err := m.typedObject(obj, true)
+	newTV, err := m.comparableObject(obj)
 	if err != nil {
 		return err
 	}
@@ -286,6 +286,10 @@ func (m *FieldManager) Apply(live, config map[string]any, opts ApplyOptions) (ma
 	}
 	if errs := m.typeCheck(config); len(errs) > 0 {
 		return nil, &Error{Code: http.StatusUnprocessableEntity, Message: errs.ToAggregate().Error(), Fields: errs}
+	}
+	w := fieldsWalker{s: m.parser.Schema}
+	if d := w.disorder(config, m.parser.TypeRef, MaxApplyDisorder); d > MaxApplyDisorder || w.disorder(live, m.parser.TypeRef, MaxApplyDisorder-d) > MaxApplyDisorder-d {
+		return nil, tooLarge("the lists of the applied configuration and of the object are too far out of order for server-side apply (more than %d pairs of entries out of order); apply them sorted, or use another kind of patch", MaxApplyDisorder)
 	}
 	cfgTV, err := m.typedObject(config, false)
 	if err != nil {
@@ -520,10 +524,27 @@ func (m *FieldManager) typedObject(obj map[string]any, lenient bool) (*typed.Typ
 	if v == nil {
 		v = map[string]any{}
 	}
+	var opts []typed.ValidationOptions
 	if lenient {
-		return m.parser.FromUnstructured(v, typed.AllowDuplicates)
+		opts = append(opts, typed.AllowDuplicates)
 	}
-	return m.parser.FromUnstructured(v)
+	return typed.AsTyped(newOrderedValue(v), m.parser.Schema, m.parser.TypeRef, opts...)
+}
+
+// comparableObject is typedObject(obj, true) with the associative lists
+// sorted (see sortAssociative): for comparisons, whose result does not
+// depend on their order.
+func (m *FieldManager) comparableObject(obj map[string]any) (*typed.TypedValue, error) {
+	v, err := toSMD(copyWithoutManagedFields(obj))
+	if err != nil {
+		return nil, err
+	}
+	if v == nil {
+		v = map[string]any{}
+	}
+	w := fieldsWalker{s: m.parser.Schema}
+	w.sortAssociative(v, m.parser.TypeRef)
+	return typed.AsTyped(newOrderedValue(v), m.parser.Schema, m.parser.TypeRef, typed.AllowDuplicates)
 }
 
 // resultOf returns a copy of live, for an apply that changes no value, that
