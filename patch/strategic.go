@@ -370,9 +370,14 @@ func (m *smp) mergeList(cur, p []any, n node, path *meta.Path) ([]any, error) {
 		}
 	}
 	// Special elements: {"$patch": "replace"} and {"$patch": "delete", key...}.
+	// Deletions are collected and done in one pass over the list (one pass
+	// per deletion is quadratic).
 	result := slices.Clone(cur)
 	var plain []any
 	replace := false
+	var ids []string // result's element ids, from the first keyed deletion on
+	delIDs := map[string]bool{}
+	delValues := map[string]bool{}
 	for _, e := range p {
 		em, ok := e.(map[string]any)
 		if !ok {
@@ -392,30 +397,44 @@ func (m *smp) mergeList(cur, p []any, n node, path *meta.Path) ([]any, error) {
 				// A set of objects: delete the elements equal to the rest.
 				rest := meta.DeepCopyMap(em)
 				delete(rest, directiveMarker)
-				want := meta.CanonicalKey(rest)
-				result = slices.DeleteFunc(result, func(x any) bool { return meta.CanonicalKey(x) == want })
+				delValues[meta.CanonicalKey(rest)] = true
 				continue
 			}
 			want, err := elementID(em, keys, path)
 			if err != nil {
 				return nil, err
 			}
-			var kerr error
-			result = slices.DeleteFunc(result, func(x any) bool {
-				k, err := elementID(x, keys, path)
-				if err != nil {
-					kerr = err
+			if ids == nil {
+				ids = make([]string, len(result))
+				var kerr error
+				for i, x := range result {
+					if ids[i], err = elementID(x, keys, path); err != nil {
+						kerr = err
+					}
 				}
-				return err == nil && k == want
-			})
-			if kerr != nil {
-				return nil, kerr
+				if kerr != nil {
+					return nil, kerr
+				}
 			}
+			delIDs[want] = true
 		case directiveMerge:
 			return nil, badRequest("%s: %s: merge is not supported in a list", path, directiveMarker)
 		default:
 			return nil, badRequest("%s: unknown patch type %s in %s", path, formatJSON(d), directiveMarker)
 		}
+	}
+	if len(delIDs) > 0 {
+		kept := result[:0]
+		for i, x := range result {
+			if !delIDs[ids[i]] {
+				kept = append(kept, x)
+			}
+		}
+		clear(result[len(kept):])
+		result = kept
+	}
+	if len(delValues) > 0 {
+		result = slices.DeleteFunc(result, func(x any) bool { return delValues[meta.CanonicalKey(x)] })
 	}
 	if replace {
 		v, _ := removeDirectives(meta.DeepCopy(plain))
