@@ -93,31 +93,6 @@ func JSONPatch(doc, patch []byte, copyLimit int64) (patched []byte, problems []s
 	return out, problems, nil
 }
 
-// MergePatch applies an RFC 7386 JSON Merge Patch to doc, a JSON object, and
-// returns the patched JSON and the duplicate keys of the patch as field
-// validation problems (`duplicate field "spec.size"`). The patch must be a
-// JSON object (400 otherwise).
-func MergePatch(doc, patch []byte) (patched []byte, problems []string, err error) {
-	v, dups, derr := codec.DecodeJSON(patch)
-	if derr != nil {
-		return nil, nil, badRequest("error decoding patch: %v", derr)
-	}
-	if _, ok := v.(map[string]any); !ok {
-		return nil, nil, badRequest("error decoding patch: a merge patch must be a JSON object, not %s", jsonKind(v))
-	}
-	for _, d := range dups {
-		problems = append(problems, fmt.Sprintf("duplicate field %q", d))
-	}
-	out, err := safely(func() ([]byte, error) { return jsonpatch.MergePatch(doc, patch) })
-	if err != nil {
-		if errors.Is(err, jsonpatch.ErrBadJSONPatch) {
-			return nil, nil, badRequest("error decoding patch: %v", err)
-		}
-		return nil, nil, invalid("the patch cannot be applied: %v", err)
-	}
-	return out, problems, nil
-}
-
 // checkOperation checks the members RFC 6902 requires of operation i: a
 // known op, a path string, a value for add, replace and test, a from string
 // for move and copy.

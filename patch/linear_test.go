@@ -191,6 +191,43 @@ func BenchmarkLinearMergePatch(b *testing.B) {
 	}
 }
 
+// mergeLabels is a stored widget with n labels and a merge patch that
+// deletes them all and adds n others.
+func mergeLabels(tb testing.TB, n int) (cur map[string]any, p []byte) {
+	var sb strings.Builder
+	sb.WriteString(`{"spec":{"labels":{`)
+	for i := range n {
+		fmt.Fprintf(&sb, `"l%06d":null,"m%06d":"v",`, i, i)
+	}
+	sb.WriteString(`"n":{"a":null,"b":[{"c":null}]}}}}`)
+	return obj(tb, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1,"labels":`+reversedLabels(n)+`}}`), []byte(sb.String())
+}
+
+// BenchmarkLinearMerge: a merge patch of a 3 MiB body adding 210,000 labels
+// to bigWidget (1.4 MB), and one of 100,000 labels deleting as many.
+func BenchmarkLinearMerge(b *testing.B) {
+	live := bigWidget(b)
+	add := []byte(`{"spec":{"labels":` + reversedLabels(210000) + `}}`)
+	if len(add) > 3<<20 {
+		b.Fatalf("the patch has %d bytes", len(add))
+	}
+	cur, swap := mergeLabels(b, 100000)
+	for _, tc := range []struct {
+		name string
+		cur  map[string]any
+		p    []byte
+	}{{"add", live, add}, {"swap", cur, swap}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := Merge(tc.cur, tc.p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // bigFieldsV1 is a fieldsV1 of n keys under f:spec.
 func bigFieldsV1(n int) string {
 	var sb strings.Builder
@@ -294,5 +331,22 @@ func TestDisorder(t *testing.T) {
 		if got := w.disorder(o, fm.parser.TypeRef, 1<<30); got != tc.want+1 {
 			t.Errorf("disorder of tags %.40s and 2 reversed ports = %d, want %d", tc.tags, got, tc.want+1)
 		}
+	}
+}
+
+// A merge patch is linear in the patch and the object: the allocations of
+// one that deletes n labels and adds n grow as n does.
+func TestMergeLinear(t *testing.T) {
+	allocs := func(n int) float64 {
+		cur, p := mergeLabels(t, n)
+		return testing.AllocsPerRun(2, func() {
+			if _, _, err := Merge(cur, p); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	small, large := allocs(1000), allocs(8000)
+	if r := large / small; r > 10 {
+		t.Fatalf("allocations grow %.1f times for 8 times the keys (%.0f, %.0f): not linear", r, small, large)
 	}
 }
