@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
 // The cost of every step of a write must be linear in the size of its
@@ -348,5 +351,68 @@ func TestMergeLinear(t *testing.T) {
 	small, large := allocs(1000), allocs(8000)
 	if r := large / small; r > 10 {
 		t.Fatalf("allocations grow %.1f times for 8 times the keys (%.0f, %.0f): not linear", r, small, large)
+	}
+}
+
+// newLabelsConfig is an apply configuration of bigWidget's kind setting n
+// labels, a map the object does not have yet.
+func newLabelsConfig(tb testing.TB, n int) map[string]any {
+	return obj(tb, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":2,"labels":`+reversedLabels(n)+`}}`)
+}
+
+// BenchmarkLinearApplyNewMap: applying 100,000 labels (a 1.4 MB
+// configuration) to an object without labels, and creating one with them.
+func BenchmarkLinearApplyNewMap(b *testing.B) {
+	fm := widgetManager(b)
+	live := obj(b, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w","namespace":"ns","uid":"u"},"spec":{"size":1}}`)
+	if err := fm.Update(nil, live, "m", "", t0); err != nil {
+		b.Fatal(err)
+	}
+	live = storedForm(b, live)
+	cfg := newLabelsConfig(b, 100000)
+	for _, tc := range []struct {
+		name string
+		live map[string]any
+	}{{"update", live}, {"create", nil}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := fm.Apply(tc.live, cfg, ApplyOptions{Manager: "a", Force: true, Now: t0}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// An apply compares the object with the merged result, a plain value:
+// where the object has no map, structured-merge-diff walks the result's
+// alone, adding its keys one at a time to a sorted set. Zip hands on the
+// other map's values ordered, so that such a map iterates in key order.
+func TestOrderedZipOrdersOther(t *testing.T) {
+	labels := map[string]any{}
+	for i := range 300 {
+		labels[fmt.Sprintf("k%03d", i)] = "v"
+	}
+	lhs := newOrderedValue(map[string]any{"a": "x", "both": map[string]any{"z": "1"}}).AsMap()
+	rhs := value.NewValueInterface(map[string]any{"labels": labels, "both": labels}).AsMap()
+	seen := 0
+	lhs.Zip(rhs, value.Unordered, func(key string, _, r value.Value) bool {
+		if r == nil {
+			return true
+		}
+		seen++
+		var keys []string
+		value.MapZip(nil, r.AsMap(), value.Unordered, func(k string, _, _ value.Value) bool {
+			keys = append(keys, k)
+			return true
+		})
+		if !slices.IsSorted(keys) {
+			t.Errorf("%s: the other map's keys go out of order", key)
+		}
+		return true
+	})
+	if seen != 2 {
+		t.Fatalf("visited %d maps of the other side, want 2", seen)
 	}
 }

@@ -125,7 +125,10 @@ func (m orderedMap) IterateUsing(_ value.Allocator, fn func(string, value.Value)
 	return m.Iterate(fn)
 }
 
-// Zip visits the keys of both maps in key order, whatever order is asked.
+// Zip visits the keys of both maps in key order, whatever order is asked,
+// and hands on other's values as orderedValues too: the merged object of an
+// apply is a plain value, and a map of it the object does not have yet is
+// walked from other's side alone.
 func (m orderedMap) Zip(other value.Map, _ value.MapTraverseOrder, fn func(key string, lhs, rhs value.Value) bool) bool {
 	lk := keysOf(m.Map)
 	var rk []string
@@ -143,11 +146,13 @@ func (m orderedMap) Zip(other value.Map, _ value.MapTraverseOrder, fn func(key s
 		case i == len(lk) || rk[j] < lk[i]:
 			key = rk[j]
 			rv, _ = other.Get(key)
+			rv = ordered(rv)
 			j++
 		default:
 			key = lk[i]
 			lv, _ = m.Get(key)
 			rv, _ = other.Get(key)
+			rv = ordered(rv)
 			i++
 			j++
 		}
