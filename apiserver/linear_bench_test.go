@@ -56,3 +56,37 @@ func BenchmarkLinearWrites(b *testing.B) {
 		m.stop()
 	})
 }
+
+// BenchmarkLinearLabels runs, through ServeHTTP, a merge patch and an apply
+// that each bring a widget 100,000 labels (1.4 MB bodies), merged into its
+// one label and applied where it has none:
+// the cost before the result is stored, or refused as too large, grows
+// with the labels linearly.
+func BenchmarkLinearLabels(b *testing.B) {
+	var ls strings.Builder
+	for i := range 100000 {
+		if i > 0 {
+			ls.WriteByte(',')
+		}
+		fmt.Fprintf(&ls, `"l%06d":"v"`, 100000-i)
+	}
+	labels := `{` + ls.String() + `}`
+	b.Run("mergePatch", func(b *testing.B) {
+		api := patchBenchServer(b)
+		serve(b, api, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w","labels":{"a":"b"}},"spec":{"size":1}}`, 201)
+		m := meterCPU(b)
+		for b.Loop() {
+			servePatch(b, api, wdPath+"/w", "application/merge-patch+json", `{"metadata":{"labels":`+labels+`}}`, 413)
+		}
+		m.stop()
+	})
+	b.Run("apply", func(b *testing.B) {
+		api := patchBenchServer(b)
+		serve(b, api, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1}}`, 201)
+		m := meterCPU(b)
+		for b.Loop() {
+			servePatch(b, api, wdPath+"/w?fieldManager=a&force=true", "application/apply-patch+yaml", `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w","labels":`+labels+`}}`, 413)
+		}
+		m.stop()
+	})
+}
