@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/kapi-dev/kapi/codec"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
@@ -150,6 +152,59 @@ func BenchmarkLinearStrategic(b *testing.B) {
 		if _, err := Strategic(orig, p, s); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// jsonObject decodes a JSON object (obj goes through YAML, slow for
+// megabytes and limited in depth).
+func jsonObject(tb testing.TB, s string) map[string]any {
+	v, _, err := codec.DecodeJSON([]byte(s))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return v.(map[string]any)
+}
+
+// strategicNested is an object whose spec.extra nests n maps and a patch
+// adding a field at the bottom.
+func strategicNested(tb testing.TB, n int) (orig, p map[string]any) {
+	chain := func(leaf string) string { return strings.Repeat(`{"a":`, n) + leaf + strings.Repeat(`}`, n) }
+	return jsonObject(tb, `{"spec":{"extra":`+chain(`{"x":1}`)+`}}`), jsonObject(tb, `{"spec":{"extra":`+chain(`{"y":1}`)+`}}`)
+}
+
+// strategicSameKey is a patch of n elements of a merge list with the same
+// key, each adding a field.
+func strategicSameKey(tb testing.TB, n int) (orig, p map[string]any) {
+	var sb strings.Builder
+	for i := range n {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"name":"c","f%06d":1}`, i)
+	}
+	return jsonObject(tb, `{"spec":{"containers":[{"name":"c"}]}}`), jsonObject(tb, `{"spec":{"containers":[`+sb.String()+`]}}`)
+}
+
+// BenchmarkLinearStrategicCopies: strategic merge patches that copied the
+// current value once per level of nesting (9,000 levels, the most a body
+// may nest) and once per element with the same key (120,000 of them, a
+// 3 MiB body).
+func BenchmarkLinearStrategicCopies(b *testing.B) {
+	s := mustSchema(b, smpSchema)
+	for _, tc := range []struct {
+		name string
+		mk   func(testing.TB, int) (map[string]any, map[string]any)
+		n    int
+	}{{"nested", strategicNested, 9000}, {"sameKey", strategicSameKey, 120000}} {
+		b.Run(tc.name, func(b *testing.B) {
+			orig, p := tc.mk(b, tc.n)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Strategic(orig, p, s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
@@ -414,5 +469,44 @@ func TestOrderedZipOrdersOther(t *testing.T) {
 	})
 	if seen != 2 {
 		t.Fatalf("visited %d maps of the other side, want 2", seen)
+	}
+}
+
+// A strategic merge patch merges into its copy of the object in place: the
+// allocations grow linearly with the nesting (a copy of the current value
+// at each level allocated each map below it again: quadratic).
+func TestStrategicNestedLinear(t *testing.T) {
+	s := mustSchema(t, smpSchema)
+	allocs := func(n int) float64 {
+		orig, p := strategicNested(t, n)
+		return testing.AllocsPerRun(2, func() {
+			if _, err := Strategic(orig, p, s); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	small, large := allocs(100), allocs(800)
+	if r := large / small; r > 12 {
+		t.Fatalf("allocations grow %.1f times for 8 times the nesting (%.0f, %.0f): not linear", r, small, large)
+	}
+}
+
+// The bytes allocated by a patch of n elements with the same key grow
+// linearly (a copy of the element per patch element: quadratic).
+func TestStrategicSameKeyLinear(t *testing.T) {
+	s := mustSchema(t, smpSchema)
+	allocated := func(n int) float64 {
+		orig, p := strategicSameKey(t, n)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if _, err := Strategic(orig, p, s); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		return float64(after.TotalAlloc - before.TotalAlloc)
+	}
+	small, large := allocated(500), allocated(4000)
+	if r := large / small; r > 12 {
+		t.Fatalf("bytes allocated grow %.1f times for 8 times the elements (%.0f, %.0f): not linear", r, small, large)
 	}
 }

@@ -223,7 +223,9 @@ func (m *smp) mergeValue(cur, pv any, n node, path *meta.Path) (any, bool, error
 	switch p := pv.(type) {
 	case map[string]any:
 		if c, ok := cur.(map[string]any); ok && !replacesMap(n.s) {
-			out, err := m.mergeMap(meta.DeepCopyMap(c), p, n, path)
+			// cur is part of Strategic's copy of the object: merged in place
+			// (a copy per level is quadratic in the depth).
+			out, err := m.mergeMap(c, p, n, path)
 			return out, true, err
 		}
 		// A new map, or one that replaces the current value.
@@ -482,7 +484,9 @@ func (m *smp) mergeList(cur, p []any, n node, path *meta.Path) ([]any, error) {
 		cm, curIsMap := result[i].(map[string]any)
 		switch {
 		case isMap && curIsMap:
-			merged, err := m.mergeMap(meta.DeepCopyMap(cm), em, items, path.Key(k))
+			// In place, as in mergeValue: a copy per patch element with the
+			// same key is quadratic in them.
+			merged, err := m.mergeMap(cm, em, items, path.Key(k))
 			if err != nil {
 				return nil, err
 			}
