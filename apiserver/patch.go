@@ -200,17 +200,17 @@ func (s *Server) applyOtherPatch(ctx context.Context, t patchTarget, mt string, 
 				return nil, nil, t.patchError(err, body)
 			}
 			problems = smpProblems
+		case mergePatchType:
+			if obj, problems, err = patch.Merge(cur, body); err != nil {
+				return nil, nil, t.patchError(err, body)
+			}
 		default:
 			curJSON, err := json.Marshal(cur)
 			if err != nil {
 				return nil, nil, meta.NewInternalError(err)
 			}
 			var patched []byte
-			if mt == jsonPatchType {
-				patched, problems, err = patch.JSONPatch(curJSON, body, 2*s.cfg.MaxRequestBodyBytes)
-			} else {
-				patched, problems, err = patch.MergePatch(curJSON, body)
-			}
+			patched, problems, err = patch.JSONPatch(curJSON, body, 2*s.cfg.MaxRequestBodyBytes)
 			if err != nil {
 				return nil, nil, t.patchError(err, body)
 			}

@@ -354,29 +354,43 @@ func (w *fieldsWalker) walkList(l []any, t *smdschema.List, emit bool) bool {
 		return true
 	}
 	// The entries by path element, in order of first appearance; an element
-	// that appears more than once is owned as a whole.
+	// that appears more than once is owned as a whole. Entries are grouped
+	// by sorting them (fieldpath's maps insert one by one, which is
+	// quadratic for entries out of order).
 	type group struct {
 		pe    fieldpath.PathElement
 		key   string // pe serialized
 		first int
 		n     int
 	}
-	groups := make([]group, 0, len(l))
-	of := make([]int, len(l)) // the group of each entry
-	index := fieldpath.MakePathElementMap(len(l))
+	type entry struct {
+		pe fieldpath.PathElement
+		i  int
+	}
+	entries := make([]entry, len(l))
 	for i, c := range l {
 		pe, ok := w.listElement(t, c)
 		if !ok {
 			return false
 		}
-		if g, found := index.Get(pe); found {
-			of[i] = g.(int)
-			groups[of[i]].n++
-		} else {
-			of[i] = len(groups)
-			index.Insert(pe, len(groups))
-			groups = append(groups, group{pe: pe, first: i, n: 1})
+		entries[i] = entry{pe, i}
+	}
+	slices.SortFunc(entries, func(a, b entry) int {
+		if c := a.pe.Compare(b.pe); c != 0 {
+			return c
 		}
+		return a.i - b.i
+	})
+	groups := make([]group, 0, len(l))
+	of := make([]int, len(l)) // the group of each entry
+	for j, e := range entries {
+		if j > 0 && e.pe.Compare(entries[j-1].pe) == 0 {
+			of[e.i] = len(groups) - 1
+			groups[len(groups)-1].n++
+			continue
+		}
+		of[e.i] = len(groups)
+		groups = append(groups, group{pe: e.pe, first: e.i, n: 1})
 	}
 	if !emit {
 		for _, c := range l {

@@ -2,9 +2,10 @@
 // objects (map[string]any, see package meta), and the field ownership that
 // server-side apply is built on:
 //
-//   - JSON Patch (RFC 6902, application/json-patch+json) and JSON Merge Patch
-//     (RFC 7386, application/merge-patch+json), on
-//     github.com/evanphx/json-patch/v5: see JSONPatch and MergePatch;
+//   - JSON Patch (RFC 6902, application/json-patch+json), on
+//     github.com/evanphx/json-patch/v5: see JSONPatch;
+//   - JSON Merge Patch (RFC 7386, application/merge-patch+json), on generic
+//     values, as that library merges: see Merge and MergePatch;
 //   - Strategic Merge Patch (application/strategic-merge-patch+json), driven
 //     by the type's structural schema: see Strategic and
 //     DeclaresStrategicMerge;

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -206,11 +207,11 @@ func (m *FieldManager) Update(live, obj map[string]any, manager, subresource str
 	if created && len(ms.fields) == 0 && m.createManaged(obj, md, manager, now) {
 		return nil
 	}
-	liveTV, err := m.typedObject(live, true)
+	liveTV, err := m.comparableObject(live)
 	if err != nil {
 		return err
 	}
-	newTV, err := m.typedObject(obj, true)
+	newTV, err := m.comparableObject(obj)
 	if err != nil {
 		return err
 	}
@@ -285,6 +286,10 @@ func (m *FieldManager) Apply(live, config map[string]any, opts ApplyOptions) (ma
 	}
 	if errs := m.typeCheck(config); len(errs) > 0 {
 		return nil, &Error{Code: http.StatusUnprocessableEntity, Message: errs.ToAggregate().Error(), Fields: errs}
+	}
+	w := fieldsWalker{s: m.parser.Schema}
+	if d := w.disorder(config, m.parser.TypeRef, MaxApplyDisorder); d > MaxApplyDisorder || w.disorder(live, m.parser.TypeRef, MaxApplyDisorder-d) > MaxApplyDisorder-d {
+		return nil, tooLarge("the lists of the applied configuration and of the object are too far out of order for server-side apply (more than %d pairs of entries out of order); apply them sorted, or use another kind of patch", MaxApplyDisorder)
 	}
 	cfgTV, err := m.typedObject(config, false)
 	if err != nil {
@@ -519,10 +524,27 @@ func (m *FieldManager) typedObject(obj map[string]any, lenient bool) (*typed.Typ
 	if v == nil {
 		v = map[string]any{}
 	}
+	var opts []typed.ValidationOptions
 	if lenient {
-		return m.parser.FromUnstructured(v, typed.AllowDuplicates)
+		opts = append(opts, typed.AllowDuplicates)
 	}
-	return m.parser.FromUnstructured(v)
+	return typed.AsTyped(newOrderedValue(v), m.parser.Schema, m.parser.TypeRef, opts...)
+}
+
+// comparableObject is typedObject(obj, true) with the associative lists
+// sorted (see sortAssociative): for comparisons, whose result does not
+// depend on their order.
+func (m *FieldManager) comparableObject(obj map[string]any) (*typed.TypedValue, error) {
+	v, err := toSMD(copyWithoutManagedFields(obj))
+	if err != nil {
+		return nil, err
+	}
+	if v == nil {
+		v = map[string]any{}
+	}
+	w := fieldsWalker{s: m.parser.Schema}
+	w.sortAssociative(v, m.parser.TypeRef)
+	return typed.AsTyped(newOrderedValue(v), m.parser.Schema, m.parser.TypeRef, typed.AllowDuplicates)
 }
 
 // resultOf returns a copy of live, for an apply that changes no value, that
@@ -736,29 +758,60 @@ func plainJSONString(s string) (value, rest string, ok bool) {
 
 // appendFieldsJSON appends a decoded fieldsV1 value as JSON: objects of
 // objects, the form every fieldsV1 has, or the JSON text a create leaves in
-// place. It reports false for anything else (which encoding/json then
-// writes, for fieldpath to refuse or accept). Key order does not matter to
-// fieldpath.Set.FromJSON, so maps are written as they iterate.
-func appendFieldsJSON(dst []byte, v any) ([]byte, bool) {
+// place (decoded first). The members of each object are written in
+// fieldpath's order of their path elements: fieldpath.Set.FromJSON appends
+// members that come in that order and inserts the others one by one, which
+// is quadratic in their number. Anything else is written by encoding/json,
+// for fieldpath to refuse or accept.
+func appendFieldsJSON(dst []byte, v any) ([]byte, error) {
 	switch v := v.(type) {
 	case json.RawMessage:
-		return append(dst, v...), true
+		var d any
+		if err := json.Unmarshal(v, &d); err != nil {
+			return dst, err
+		}
+		return appendFieldsJSON(dst, d)
 	case map[string]any:
+		type member struct {
+			key string
+			pe  fieldpath.PathElement
+			ok  bool // pe is a path element fieldpath reads
+		}
+		ms := make([]member, 0, len(v))
+		for k := range v {
+			pe, err := fieldpath.DeserializePathElement(k)
+			ms = append(ms, member{key: k, pe: pe, ok: err == nil})
+		}
+		// Keys fieldpath skips or refuses go first; the others in order.
+		slices.SortFunc(ms, func(a, b member) int {
+			switch {
+			case a.ok != b.ok:
+				if a.ok {
+					return 1
+				}
+				return -1
+			case !a.ok:
+				return strings.Compare(a.key, b.key)
+			}
+			if c := a.pe.Compare(b.pe); c != 0 {
+				return c
+			}
+			return strings.Compare(a.key, b.key)
+		})
 		dst = append(dst, '{')
-		first := true
-		for k, c := range v {
-			if !first {
+		for i, m := range ms {
+			if i > 0 {
 				dst = append(dst, ',')
 			}
-			first = false
-			var ok bool
-			if dst, ok = appendFieldsJSON(append(codec.AppendJSONString(dst, k), ':'), c); !ok {
-				return dst, false
+			var err error
+			if dst, err = appendFieldsJSON(append(codec.AppendJSONString(dst, m.key), ':'), v[m.key]); err != nil {
+				return dst, err
 			}
 		}
-		return append(dst, '}'), true
+		return append(dst, '}'), nil
 	}
-	return dst, false
+	b, err := json.Marshal(v)
+	return append(dst, b...), err
 }
 
 // decodeManaged decodes a metadata.managedFields value.
@@ -793,12 +846,9 @@ func decodeManaged(v any) (managedSet, error) {
 		}
 		set := &fieldpath.Set{}
 		if fv, ok := entry["fieldsV1"]; ok && fv != nil {
-			b, ok := appendFieldsJSON(nil, fv)
-			if !ok {
-				var err error
-				if b, err = json.Marshal(fv); err != nil {
-					return ms, fmt.Errorf("managedFields[%d].fieldsV1: %v", i, err)
-				}
+			b, err := appendFieldsJSON(nil, fv)
+			if err != nil {
+				return ms, fmt.Errorf("managedFields[%d].fieldsV1: %v", i, err)
 			}
 			if err := set.FromJSON(bytes.NewReader(b)); err != nil {
 				return ms, fmt.Errorf("managedFields[%d].fieldsV1: %v", i, err)

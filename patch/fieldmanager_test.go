@@ -1,8 +1,10 @@
 package patch
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
@@ -496,9 +498,9 @@ func FuzzParseManagerID(f *testing.F) {
 	})
 }
 
-// The fieldsV1 of a stored object (decoded into maps) reads back as the same
-// set as through encoding/json; JSON text is used as it is; anything else is
-// left to encoding/json.
+// The fieldsV1 of a stored object (decoded into maps) and JSON text read back
+// as the same set as through encoding/json; anything else reads as
+// encoding/json's text does (fails or gives the same set).
 func TestAppendFieldsJSON(t *testing.T) {
 	const text = `{"f:metadata":{"f:labels":{".":{},"f:app":{}},"f:name":{}},"f:spec":{"f:ports":{"k:{\"name\":\"http\",\"port\":80}":{".":{},"f:port":{}}},"f:tags":{"v:\"a<b\"":{}}}}`
 	var decoded any
@@ -510,9 +512,9 @@ func TestAppendFieldsJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, v := range map[string]any{"decoded": decoded, "text": json.RawMessage(text)} {
-		b, ok := appendFieldsJSON([]byte("x"), v)
-		if !ok || b[0] != 'x' {
-			t.Fatalf("%s: appendFieldsJSON = %q, %v", name, b, ok)
+		b, err := appendFieldsJSON([]byte("x"), v)
+		if err != nil || b[0] != 'x' {
+			t.Fatalf("%s: appendFieldsJSON = %q, %v", name, b, err)
 		}
 		got := &fieldpath.Set{}
 		if err := got.FromJSON(strings.NewReader(string(b[1:]))); err != nil {
@@ -522,9 +524,78 @@ func TestAppendFieldsJSON(t *testing.T) {
 			t.Errorf("%s: read back as %v, want %v", name, got, want)
 		}
 	}
-	for _, v := range []any{"f:x", []any{map[string]any{}}, map[string]any{"f:x": 1}} {
-		if _, ok := appendFieldsJSON(nil, v); ok {
-			t.Errorf("appendFieldsJSON(%#v) accepted a value that is not objects of objects", v)
+	for _, v := range []any{"f:x", []any{map[string]any{}}, map[string]any{"f:x": 1}, map[string]any{"f:x": map[string]any{"f:y": nil}}} {
+		b, err := appendFieldsJSON(nil, v)
+		if err != nil {
+			t.Fatalf("appendFieldsJSON(%#v): %v", v, err)
+		}
+		ref, _ := json.Marshal(v)
+		got, want := &fieldpath.Set{}, &fieldpath.Set{}
+		gotErr, wantErr := got.FromJSON(bytes.NewReader(b)), want.FromJSON(bytes.NewReader(ref))
+		if (gotErr != nil) != (wantErr != nil) || (gotErr == nil && !got.Equals(want)) {
+			t.Errorf("appendFieldsJSON(%#v) = %s reads as %v, %v; encoding/json's %s as %v, %v", v, b, got, gotErr, ref, want, wantErr)
 		}
 	}
+}
+
+// The fieldsV1 of stored objects reaches fieldpath.Set.FromJSON with the
+// members of each object in fieldpath's order, whatever the order of the
+// keys' text: FromJSON appends such members and inserts the others one by
+// one (quadratic in their number). Without the ordering this fails.
+func TestAppendFieldsJSONInFieldpathOrder(t *testing.T) {
+	const n = 300
+	keys := map[string]any{}
+	for i := range n {
+		// Numbers whose text sorts otherwise than their values, map keys,
+		// and field names.
+		keys[fmt.Sprintf("v:%d", -i)] = map[string]any{}
+		keys[fmt.Sprintf(`k:{"name":"p%d","port":%d}`, i, n-i)] = map[string]any{".": map[string]any{}, "f:port": map[string]any{}}
+		keys[fmt.Sprintf("f:f%04d", n-i)] = map[string]any{}
+	}
+	fv := map[string]any{"f:spec": keys}
+	for name, v := range map[string]any{"decoded": fv, "text": json.RawMessage(mustJSON(t, fv))} {
+		b, _ := appendFieldsJSON(nil, v)
+		dec := json.NewDecoder(bytes.NewReader(b))
+		var order []fieldpath.PathElement
+		depth := 0
+		for {
+			tok, err := dec.Token()
+			if err != nil {
+				break
+			}
+			switch tok := tok.(type) {
+			case json.Delim:
+				if tok == '{' {
+					depth++
+				} else {
+					depth--
+				}
+			case string: // only keys: every value is an object
+				if depth == 2 { // the members of f:spec
+					pe, err := fieldpath.DeserializePathElement(tok)
+					if err != nil {
+						t.Fatal(err)
+					}
+					order = append(order, pe)
+				}
+			}
+		}
+		if len(order) != 3*n {
+			t.Fatalf("%s: read %d members, want %d", name, len(order), 3*n)
+		}
+		for i := 1; i < len(order); i++ {
+			if order[i-1].Compare(order[i]) >= 0 {
+				t.Fatalf("%s: member %d (%s) comes after %s", name, i, order[i], order[i-1])
+			}
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

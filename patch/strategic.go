@@ -223,7 +223,9 @@ func (m *smp) mergeValue(cur, pv any, n node, path *meta.Path) (any, bool, error
 	switch p := pv.(type) {
 	case map[string]any:
 		if c, ok := cur.(map[string]any); ok && !replacesMap(n.s) {
-			out, err := m.mergeMap(meta.DeepCopyMap(c), p, n, path)
+			// cur is part of Strategic's copy of the object: merged in place
+			// (a copy per level is quadratic in the depth).
+			out, err := m.mergeMap(c, p, n, path)
 			return out, true, err
 		}
 		// A new map, or one that replaces the current value.
@@ -370,9 +372,14 @@ func (m *smp) mergeList(cur, p []any, n node, path *meta.Path) ([]any, error) {
 		}
 	}
 	// Special elements: {"$patch": "replace"} and {"$patch": "delete", key...}.
+	// Deletions are collected and done in one pass over the list (one pass
+	// per deletion is quadratic).
 	result := slices.Clone(cur)
 	var plain []any
 	replace := false
+	var ids []string // result's element ids, from the first keyed deletion on
+	delIDs := map[string]bool{}
+	delValues := map[string]bool{}
 	for _, e := range p {
 		em, ok := e.(map[string]any)
 		if !ok {
@@ -392,30 +399,44 @@ func (m *smp) mergeList(cur, p []any, n node, path *meta.Path) ([]any, error) {
 				// A set of objects: delete the elements equal to the rest.
 				rest := meta.DeepCopyMap(em)
 				delete(rest, directiveMarker)
-				want := meta.CanonicalKey(rest)
-				result = slices.DeleteFunc(result, func(x any) bool { return meta.CanonicalKey(x) == want })
+				delValues[meta.CanonicalKey(rest)] = true
 				continue
 			}
 			want, err := elementID(em, keys, path)
 			if err != nil {
 				return nil, err
 			}
-			var kerr error
-			result = slices.DeleteFunc(result, func(x any) bool {
-				k, err := elementID(x, keys, path)
-				if err != nil {
-					kerr = err
+			if ids == nil {
+				ids = make([]string, len(result))
+				var kerr error
+				for i, x := range result {
+					if ids[i], err = elementID(x, keys, path); err != nil {
+						kerr = err
+					}
 				}
-				return err == nil && k == want
-			})
-			if kerr != nil {
-				return nil, kerr
+				if kerr != nil {
+					return nil, kerr
+				}
 			}
+			delIDs[want] = true
 		case directiveMerge:
 			return nil, badRequest("%s: %s: merge is not supported in a list", path, directiveMarker)
 		default:
 			return nil, badRequest("%s: unknown patch type %s in %s", path, formatJSON(d), directiveMarker)
 		}
+	}
+	if len(delIDs) > 0 {
+		kept := result[:0]
+		for i, x := range result {
+			if !delIDs[ids[i]] {
+				kept = append(kept, x)
+			}
+		}
+		clear(result[len(kept):])
+		result = kept
+	}
+	if len(delValues) > 0 {
+		result = slices.DeleteFunc(result, func(x any) bool { return delValues[meta.CanonicalKey(x)] })
 	}
 	if replace {
 		v, _ := removeDirectives(meta.DeepCopy(plain))
@@ -463,7 +484,9 @@ func (m *smp) mergeList(cur, p []any, n node, path *meta.Path) ([]any, error) {
 		cm, curIsMap := result[i].(map[string]any)
 		switch {
 		case isMap && curIsMap:
-			merged, err := m.mergeMap(meta.DeepCopyMap(cm), em, items, path.Key(k))
+			// In place, as in mergeValue: a copy per patch element with the
+			// same key is quadratic in them.
+			merged, err := m.mergeMap(cm, em, items, path.Key(k))
 			if err != nil {
 				return nil, err
 			}
