@@ -209,7 +209,7 @@ func TestHostileSlowBodies(t *testing.T) {
 // A client that never reads a large response holds it only until the
 // request timeout (and a grace to write the response).
 func TestHostileUnreadResponse(t *testing.T) {
-	url, reg := hostileServer(t, func(c *Config) { c.RequestTimeout = time.Second })
+	url, reg := hostileServer(t, func(c *Config) { c.RequestTimeout = 3 * time.Second })
 	value := strings.Repeat("v", 1<<20-100)
 	for i := range 24 {
 		if code, body := call(t, "POST", url+teamCMPath, "admin-token", "application/json",
