@@ -102,3 +102,27 @@ func checkPretty(q url.Values) error {
 	}
 	return nil
 }
+
+// selectedName is the name a list or watch whose fieldSelector pins
+// metadata.name=NAME is about, "" for any other: kube-apiserver authorizes
+// such a request as one for that name (RequestInfo.Name), so that a grant
+// limited to resourceNames covers `kubectl get NAME --watch`. A name that
+// could not be a path segment is not used, as there.
+func selectedName(q url.Values, info requestInfo) string {
+	if info.Name != "" || (info.Verb != "list" && info.Verb != "watch") {
+		return ""
+	}
+	fs := q.Get("fieldSelector")
+	if !strings.Contains(fs, "metadata.name") {
+		return ""
+	}
+	sel, err := meta.ParseFieldSelector(fs)
+	if err != nil {
+		return ""
+	}
+	name, ok := sel.RequiresExactMatch("metadata.name")
+	if !ok || name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/%") {
+		return ""
+	}
+	return name
+}

@@ -2,12 +2,14 @@ package apiserver
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/kapi-dev/kapi/apiserver/auth"
 	"github.com/kapi-dev/kapi/apiserver/meta"
 )
 
@@ -178,4 +180,45 @@ func FuzzQuery(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A list or watch whose fieldSelector pins metadata.name is authorized as a
+// request for that name, as kube-apiserver's RequestInfo does: a grant of
+// get/list/watch on one resourceName covers `kubectl get cm NAME --watch`,
+// and nothing more.
+func TestSelectedNameAuthorized(t *testing.T) {
+	ts := securedServer(t, nil, func(c *Config) {
+		authz, err := auth.RBAC(&auth.Policy{
+			Roles: []auth.Role{{Name: "one-cm", Namespace: "team", Rules: []auth.Rule{
+				{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"visible"}, Verbs: []string{"get", "list", "watch"}},
+			}}},
+			Bindings: []auth.Binding{{Name: "one", Namespace: "team", Role: "one-cm", Users: []string{"nobody"}}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Authorizer = authz
+	})
+	teamCM := "/api/v1/namespaces/team/configmaps"
+	admin, nobody := bearer("admin-token"), bearer("nobody-token")
+	for _, n := range []string{"visible", "hidden"} {
+		if r := do(t, ts, "POST", teamCM, fmt.Sprintf(`{"metadata":{"name":%q}}`, n), admin...); r.code != 201 {
+			t.Fatalf("create %s: %d %s", n, r.code, r.body)
+		}
+	}
+	sel := "fieldSelector=metadata.name%3Dvisible"
+	r := do(t, ts, "GET", teamCM+"?"+sel, "", nobody...)
+	if r.code != 200 || !strings.Contains(string(r.body), `"visible"`) || strings.Contains(string(r.body), `"hidden"`) {
+		t.Fatalf("list pinned to visible: %d %s", r.code, r.body)
+	}
+	ws := startWatchAs(t, ts, teamCM+"?watch=true&"+sel, "nobody-token")
+	if ev := ws.next(t); ev["type"] != "ADDED" || str(ev, "object", "metadata", "name") != "visible" {
+		t.Fatalf("watch pinned to visible: %v", ev)
+	}
+	for _, q := range []string{"", "?watch=true", "?fieldSelector=metadata.name%3Dhidden", "?watch=1&fieldSelector=metadata.name%3Dhidden",
+		"?fieldSelector=metadata.name!%3Dvisible", "?fieldSelector=metadata.name%3Dvisible%2Cmetadata.name%3Dhidden"} {
+		do(t, ts, "GET", teamCM+q, "", nobody...).status(t, 403, meta.StatusReasonForbidden)
+	}
+	// A deletecollection is not narrowed so: it stays a collection request.
+	do(t, ts, "DELETE", teamCM+"?"+sel, "", nobody...).status(t, 403, meta.StatusReasonForbidden)
 }

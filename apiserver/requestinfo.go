@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"cmp"
 	"net/http"
 	"net/url"
 	"strings"
@@ -22,12 +23,15 @@ type requestInfo struct {
 
 	user       *auth.User // for the audit record
 	registered bool       // the resource is served (set by serveResource), for the metrics
+	// selected is the name a list or watch pins with its fieldSelector
+	// (selectedName): authorized as a request for that name.
+	selected string
 }
 
 // attributes returns the authorization attributes of a resource request.
 func (info requestInfo) attributes() auth.Attributes {
 	return auth.Attributes{Verb: info.Verb, ResourceRequest: true, APIGroup: info.Group, APIVersion: info.Version,
-		Resource: info.Resource, Subresource: info.Subresource, Namespace: info.Namespace, Name: info.Name}
+		Resource: info.Resource, Subresource: info.Subresource, Namespace: info.Namespace, Name: cmp.Or(info.Name, info.selected)}
 }
 
 // parseResourcePath splits the part of a URL after /api/VERSION/ or

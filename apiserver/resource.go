@@ -24,6 +24,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := queryOf(r)
+	info.selected = selectedName(q, info)
 	st, registered := s.reg.Store(meta.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource})
 	info.registered = registered
 	noteRequest(r.Context(), info)
