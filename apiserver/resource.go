@@ -303,7 +303,40 @@ func (s *Server) readBody(r *http.Request, st *registry.Store, info requestInfo)
 		return nil, nil, bodyReadError(err, s.cfg.MaxRequestBodyBytes)
 	}
 	target.yamlAliasBytes = int(s.cfg.MaxRequestBodyBytes)
-	return decodeBody(mt, data, target)
+	obj, dups, err := decodeBody(mt, data, target)
+	if err == nil && info.Subresource != "scale" && isCustomResource(st.Resource()) {
+		err = customTypeMeta(obj, data, target.apiVersion)
+	}
+	return obj, dups, err
+}
+
+// customTypeMeta refuses the body of a custom resource without kind or
+// apiVersion, as kube-apiserver's decoding of custom resources does; it
+// fills them from the URL only for its built-in types (checkTypeMeta).
+// Protobuf bodies carry both in their envelope.
+func customTypeMeta(obj registry.Object, data []byte, apiVersion string) error {
+	if k, _ := obj["kind"].(string); k == "" {
+		const most = 1 << 10 // of the body quoted back
+		quoted := string(data[:min(len(data), most)])
+		if len(data) > most {
+			quoted += "..."
+		}
+		return meta.NewBadRequest(fmt.Sprintf("Object 'Kind' is missing in '%s'", quoted))
+	}
+	if av, _ := obj["apiVersion"].(string); av == "" {
+		return meta.NewBadRequest(fmt.Sprintf("the API version in the data () does not match the expected API version (%s)", apiVersion))
+	}
+	return nil
+}
+
+// checkURLName refuses a PUT body whose metadata.name is not the URL's,
+// absent included, as kube-apiserver's update handler does.
+func checkURLName(obj registry.Object, name string) error {
+	md, _ := obj["metadata"].(map[string]any)
+	if bodyName, _ := md["name"].(string); bodyName != name {
+		return meta.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", bodyName, name))
+	}
+	return nil
 }
 
 // bodyBuffers holds the buffers request bodies are read into (readBody);
@@ -370,6 +403,9 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request, st *regist
 		return
 	}
 	obj, dups, err := s.readBody(r, st, info)
+	if err == nil {
+		err = checkURLName(obj, info.Name)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -578,6 +614,9 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, st *registry
 			return
 		}
 		obj, _, err := s.readBody(r, st, info)
+		if err == nil {
+			err = checkURLName(obj, info.Name)
+		}
 		if err != nil {
 			s.writeError(w, r, err)
 			return

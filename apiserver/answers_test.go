@@ -1,0 +1,69 @@
+package apiserver
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kapi-dev/kapi/apiserver/meta"
+)
+
+// A PUT body must name the object of its URL: kube-apiserver's update
+// handler answers 400 for a body without metadata.name (or with another).
+// Built-in types take a missing kind and apiVersion from the URL, as
+// kube-apiserver's typed decoding does, on POST and PUT alike.
+func TestPutBodyMustNameTheObject(t *testing.T) {
+	_, ts := newTestServer(t)
+	do(t, ts, "POST", cmPath, `{"metadata":{"name":"a"}}`)
+	for _, body := range []string{`{}`, `{"data":{"k":"v"}}`, `{"metadata":{}}`, `{"apiVersion":"v1","kind":"ConfigMap","data":{"k":"v"}}`} {
+		for _, path := range []string{cmPath + "/a", "/api/v1/namespaces/default"} {
+			st := do(t, ts, "PUT", path, body).status(t, 400, meta.StatusReasonBadRequest)
+			if !strings.Contains(st.Message, "does not match the name on the URL") {
+				t.Fatalf("PUT %s %s: %q", path, body, st.Message)
+			}
+		}
+	}
+	if got := do(t, ts, "GET", cmPath+"/a", "").object(t); str(got, "data") != "" {
+		t.Fatalf("a refused PUT wrote: %v", got)
+	}
+	// Named, without kind and apiVersion: the built-in type's.
+	if r := do(t, ts, "PUT", cmPath+"/a", `{"metadata":{"name":"a"},"data":{"k":"v"}}`); r.code != 200 || str(r.object(t), "kind") != "ConfigMap" {
+		t.Fatalf("PUT without kind: %d %s", r.code, r.body)
+	}
+}
+
+// A custom resource's body must carry kind and apiVersion: kube-apiserver
+// decodes custom resources without the URL's defaults and answers 400
+// ("Object 'Kind' is missing in ..."), for a create as for an update.
+func TestCustomResourceBodyNeedsKind(t *testing.T) {
+	_, ts := newTestServer(t)
+	const tm = `"apiVersion":"example.dev/v1","kind":"Widget",`
+	if r := do(t, ts, "POST", wdPath, `{`+tm+`"metadata":{"name":"w"},"spec":{"size":1}}`); r.code != 201 {
+		t.Fatalf("create: %d %s", r.code, r.body)
+	}
+	rv := str(do(t, ts, "GET", wdPath+"/w", "").object(t), "metadata", "resourceVersion")
+	for _, c := range []struct{ method, path, body, msg string }{
+		{"POST", wdPath, `{"metadata":{"name":"x"},"spec":{"size":1}}`, "Object 'Kind' is missing in '{\"metadata\""},
+		{"POST", wdPath, `{}`, "Object 'Kind' is missing in '{}'"},
+		{"POST", wdPath, `{"apiVersion":"example.dev/v1","metadata":{"name":"x"},"spec":{"size":1}}`, "Object 'Kind' is missing"},
+		{"POST", wdPath, `{"kind":"Widget","metadata":{"name":"x"},"spec":{"size":1}}`, "the API version in the data () does not match the expected API version (example.dev/v1)"},
+		{"PUT", wdPath + "/w", `{}`, "Object 'Kind' is missing"},
+		{"PUT", wdPath + "/w", `{"metadata":{"name":"w","resourceVersion":"` + rv + `"},"spec":{"size":2}}`, "Object 'Kind' is missing"},
+		{"PUT", wdPath + "/w/status", `{"metadata":{"name":"w","resourceVersion":"` + rv + `"},"status":{"phase":"x"}}`, "Object 'Kind' is missing"},
+		{"PUT", wdPath + "/w", `{` + tm + `"spec":{"size":2}}`, "does not match the name on the URL"},
+	} {
+		st := do(t, ts, c.method, c.path, c.body).status(t, 400, meta.StatusReasonBadRequest)
+		if !strings.Contains(st.Message, c.msg) {
+			t.Fatalf("%s %s %s: message %q, want %q", c.method, c.path, c.body, st.Message, c.msg)
+		}
+	}
+	if r := do(t, ts, "GET", wdPath+"/x", ""); r.code != 404 {
+		t.Fatalf("a refused create wrote x: %d", r.code)
+	}
+	// What kubectl and client-go send is unaffected.
+	if r := do(t, ts, "PUT", wdPath+"/w", `{`+tm+`"metadata":{"name":"w","resourceVersion":"`+rv+`"},"spec":{"size":2}}`); r.code != 200 {
+		t.Fatalf("full PUT: %d %s", r.code, r.body)
+	}
+	if r := do(t, ts, "POST", wdPath, "apiVersion: example.dev/v1\nkind: Widget\nmetadata:\n  name: yw\nspec:\n  size: 1\n", "Content-Type", "application/yaml"); r.code != 201 {
+		t.Fatalf("YAML create: %d %s", r.code, r.body)
+	}
+}
