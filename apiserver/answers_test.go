@@ -67,3 +67,28 @@ func TestCustomResourceBodyNeedsKind(t *testing.T) {
 		t.Fatalf("YAML create: %d %s", r.code, r.body)
 	}
 }
+
+// autoscaling/v1 Scale's spec.replicas is an int32: a number beyond it, or
+// no number, fails kube-apiserver's typed decoding (400) on PUT and PATCH
+// alike; a negative one is 422. Nothing is written either way.
+func TestScaleReplicasInt32(t *testing.T) {
+	_, ts := newTestServer(t)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"s"},"spec":{"size":1,"replicas":2}}`)
+	scale := func(replicas string) string {
+		return `{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"s"},"spec":{"replicas":` + replicas + `}}`
+	}
+	for _, n := range []string{"1099511627776", "2147483648", "-2147483649", `"3"`, "true"} {
+		st := do(t, ts, "PUT", wdPath+"/s/scale", scale(n)).status(t, 400, meta.StatusReasonBadRequest)
+		if !strings.Contains(st.Message, "ScaleSpec.spec.replicas of type int32") {
+			t.Fatalf("replicas %s: %q", n, st.Message)
+		}
+		do(t, ts, "PATCH", wdPath+"/s/scale", `{"spec":{"replicas":`+n+`}}`, "Content-Type", "application/merge-patch+json").status(t, 400, meta.StatusReasonBadRequest)
+	}
+	do(t, ts, "PUT", wdPath+"/s/scale", scale("-1")).status(t, 422, meta.StatusReasonInvalid)
+	if got := str(do(t, ts, "GET", wdPath+"/s", "").object(t), "spec", "replicas"); got != "2" {
+		t.Fatalf("replicas after refused scales: %s", got)
+	}
+	if r := do(t, ts, "PUT", wdPath+"/s/scale", scale("2147483647")); r.code != 200 || str(r.object(t), "spec", "replicas") != "2147483647" {
+		t.Fatalf("largest int32: %d %s", r.code, r.body)
+	}
+}

@@ -243,5 +243,5 @@ func TestScaleOmittedReplicasIsZero(t *testing.T) {
 	if w := do(t, ts, "GET", wdPath+"/z", "").object(t); str(w, "spec", "replicas") != "0" {
 		t.Fatalf("widget after scale to 0: %v", w)
 	}
-	do(t, ts, "PUT", wdPath+"/z/scale", `{"metadata":{"name":"z"},"spec":{"replicas":"many"}}`).status(t, 422, "Invalid")
+	do(t, ts, "PUT", wdPath+"/z/scale", `{"metadata":{"name":"z"},"spec":{"replicas":"many"}}`).status(t, 400, "BadRequest")
 }
