@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -90,5 +92,53 @@ func TestScaleReplicasInt32(t *testing.T) {
 	}
 	if r := do(t, ts, "PUT", wdPath+"/s/scale", scale("2147483647")); r.code != 200 || str(r.object(t), "spec", "replicas") != "2147483647" {
 		t.Fatalf("largest int32: %d %s", r.code, r.body)
+	}
+}
+
+// bigConfigMap is a ConfigMap body of n keys with value v.
+func bigConfigMap(name string, n int, v string) string {
+	var b strings.Builder
+	b.WriteString(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + name + `"},"data":{`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"k%05d":%q`, i, v)
+	}
+	b.WriteString("}}")
+	return b.String()
+}
+
+// An object within the size limit without its managedFields, over it with
+// them, is stored without them, as kube-apiserver retries a create or update
+// that storage refuses as too large; over the limit even so is 413, and a
+// server-side apply (whose managedFields are the point) is not retried so.
+func TestManagedFieldsDroppedForSize(t *testing.T) {
+	api := newConfigMapServer(t, Config{})
+	ts := httptest.NewServer(api)
+	t.Cleanup(ts.Close)
+	body := bigConfigMap("big", 60000, "v") // ~0.8 MB of data, ~0.85 MB of managedFields
+	r := do(t, ts, "POST", cmPath, body)
+	if r.code != 201 {
+		t.Fatalf("create: %d %.300s", r.code, r.body)
+	}
+	got := do(t, ts, "GET", cmPath+"/big", "").object(t)
+	if str(got, "metadata", "managedFields") != "" || str(got, "data", "k59999") != "v" {
+		t.Fatalf("stored: managedFields %.100q, k59999 %q", str(got, "metadata", "managedFields"), str(got, "data", "k59999"))
+	}
+	put := strings.Replace(bigConfigMap("big", 60000, "w"), `"name":"big"`, `"name":"big","resourceVersion":"`+str(got, "metadata", "resourceVersion")+`"`, 1)
+	if r := do(t, ts, "PUT", cmPath+"/big", put); r.code != 200 {
+		t.Fatalf("update: %d %.300s", r.code, r.body)
+	}
+	// Too large without managedFields (a ConfigMap's data cannot be: 1 MiB).
+	if err := api.Register(widgetResource(t)); err != nil {
+		t.Fatal(err)
+	}
+	huge := `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"huge"},"spec":{"size":1,"color":"` + strings.Repeat("x", 1700000) + `"}}`
+	do(t, ts, "POST", wdPath, huge).status(t, 413, meta.StatusReasonRequestEntityTooLarge)
+	do(t, ts, "PATCH", cmPath+"/applied?fieldManager=m", bigConfigMap("applied", 60000, "v"), "Content-Type", applyPatchType).status(t, 413, meta.StatusReasonRequestEntityTooLarge)
+	// A small object keeps its managedFields.
+	if r := do(t, ts, "POST", cmPath, `{"metadata":{"name":"small"},"data":{"a":"b"}}`); !strings.Contains(string(r.body), "managedFields") {
+		t.Fatalf("small create: %d %s", r.code, r.body)
 	}
 }
