@@ -97,7 +97,7 @@ func TestControllerMetrics(t *testing.T) {
 
 	owner := func(name string) string {
 		t.Helper()
-		r := do(t, ts, "POST", wdPath, fmt.Sprintf(`{"metadata":{"name":%q},"spec":{"size":1}}`, name))
+		r := do(t, ts, "POST", wdPath, fmt.Sprintf(`{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":%q},"spec":{"size":1}}`, name))
 		if r.code != 201 {
 			t.Fatalf("create widget %s: %d %s", name, r.code, r.body)
 		}
@@ -198,7 +198,7 @@ func TestForegroundDeletionResumesAfterRestart(t *testing.T) {
 		return ts, func() { ts.Close(); api.Close(); store.Close() }
 	}
 	ts, stop := start(false)
-	r := do(t, ts, "POST", wdPath, `{"metadata":{"name":"owner"},"spec":{"size":1}}`)
+	r := do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"owner"},"spec":{"size":1}}`)
 	if r.code != 201 {
 		t.Fatalf("create owner: %d %s", r.code, r.body)
 	}
@@ -235,7 +235,7 @@ func TestForegroundDeletionResumesAfterRestart(t *testing.T) {
 // --replicas=0 sends a Scale without it: that means 0.
 func TestScaleOmittedReplicasIsZero(t *testing.T) {
 	_, ts := newTestServer(t)
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"z"},"spec":{"size":1,"replicas":2}}`)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"z"},"spec":{"size":1,"replicas":2}}`)
 	r := do(t, ts, "PUT", wdPath+"/z/scale", `{"kind":"Scale","apiVersion":"autoscaling/v1","metadata":{"name":"z"},"spec":{}}`)
 	if r.code != 200 || str(r.object(t), "spec", "replicas") == "2" {
 		t.Fatalf("scale to 0: %d %s", r.code, r.body)
@@ -243,5 +243,5 @@ func TestScaleOmittedReplicasIsZero(t *testing.T) {
 	if w := do(t, ts, "GET", wdPath+"/z", "").object(t); str(w, "spec", "replicas") != "0" {
 		t.Fatalf("widget after scale to 0: %v", w)
 	}
-	do(t, ts, "PUT", wdPath+"/z/scale", `{"spec":{"replicas":"many"}}`).status(t, 422, "Invalid")
+	do(t, ts, "PUT", wdPath+"/z/scale", `{"metadata":{"name":"z"},"spec":{"replicas":"many"}}`).status(t, 400, "BadRequest")
 }

@@ -243,7 +243,7 @@ func TestWidgetLifecycle(t *testing.T) {
 
 func TestPatch(t *testing.T) {
 	_, ts := newTestServer(t)
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"p"},"spec":{"size":1,"color":"red"}}`)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"p"},"spec":{"size":1,"color":"red"}}`)
 	r := do(t, ts, "PATCH", wdPath+"/p", `{"spec":{"color":"blue"},"metadata":{"labels":{"x":"y"}}}`, "Content-Type", "application/merge-patch+json")
 	if r.code != 200 || str(r.object(t), "spec", "color") != "blue" || str(r.object(t), "metadata", "labels", "x") != "y" {
 		t.Fatalf("merge patch: %d %s", r.code, r.body)
@@ -272,7 +272,7 @@ func TestDeleteCollectionAndPreconditions(t *testing.T) {
 		if i%2 == 1 {
 			color = "blue"
 		}
-		do(t, ts, "POST", wdPath, fmt.Sprintf(`{"metadata":{"name":"w%d","labels":{"color":%q}},"spec":{"size":%d}}`, i, color, i))
+		do(t, ts, "POST", wdPath, fmt.Sprintf(`{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w%d","labels":{"color":%q}},"spec":{"size":%d}}`, i, color, i))
 	}
 	r := do(t, ts, "DELETE", wdPath+"?labelSelector=color%3Dred", "")
 	if r.code != 200 {

@@ -106,7 +106,7 @@ func TestDiscovery(t *testing.T) {
 	if !strings.Contains(string(do(t, ts, "GET", "/apis/example.dev/v1", "").body), `"gadgets"`) {
 		t.Fatal("gadgets missing from discovery after Register")
 	}
-	r = do(t, ts, "POST", "/apis/example.dev/v1/gadgets", `{"metadata":{"name":"g"},"spec":{"size":1}}`)
+	r = do(t, ts, "POST", "/apis/example.dev/v1/gadgets", `{"apiVersion":"example.dev/v1","kind":"Gadget","metadata":{"name":"g"},"spec":{"size":1}}`)
 	if r.code != 201 {
 		t.Fatalf("create gadget: %d %s", r.code, r.body)
 	}

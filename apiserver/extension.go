@@ -28,7 +28,7 @@ func (s *Server) serveVirtual(w http.ResponseWriter, r *http.Request, st *regist
 		s.writeError(w, r, meta.NewNotFoundPath())
 		return
 	}
-	req := &registry.Request{Namespace: info.Namespace, Name: info.Name, Query: r.URL.Query()}
+	req := &registry.Request{Namespace: info.Namespace, Name: info.Name, Query: queryOf(r)}
 	switch {
 	case info.Name != "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) && info.Verb == "get":
 		req.Verb = "get"
@@ -50,7 +50,7 @@ func (s *Server) serveVirtual(w http.ResponseWriter, r *http.Request, st *regist
 // serveCustomSubresource serves a host-implemented subresource of a stored
 // type.
 func (s *Server) serveCustomSubresource(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo, sr registry.Subresource) {
-	req := &registry.Request{Namespace: info.Namespace, Name: info.Name, Subresource: info.Subresource, Query: r.URL.Query()}
+	req := &registry.Request{Namespace: info.Namespace, Name: info.Name, Subresource: info.Subresource, Query: queryOf(r)}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 		req.Verb = "get"
@@ -66,7 +66,7 @@ func (s *Server) serveCustomSubresource(w http.ResponseWriter, r *http.Request, 
 				w.WriteHeader(http.StatusOK)
 				return
 			}
-			follow := r.URL.Query().Get("follow") == "true"
+			follow := queryOf(r).Get("follow") == "true"
 			if follow {
 				noteLongRunning(r.Context(), info) // counted like a watch
 			}
@@ -109,7 +109,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request, st *registry.Sto
 			optsKind = "UpdateOptions"
 		}
 		var err error
-		if opts, err = writeOptions(r.URL.Query(), optsKind); err != nil {
+		if opts, err = writeOptions(queryOf(r), optsKind); err != nil {
 			s.writeError(w, r, err)
 			return
 		}

@@ -27,7 +27,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 func TestFinalizers(t *testing.T) {
 	_, ts := newTestServer(t)
-	r := do(t, ts, "POST", wdPath, `{"metadata":{"name":"f","finalizers":["example.dev/hold"]},"spec":{"size":1}}`)
+	r := do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"f","finalizers":["example.dev/hold"]},"spec":{"size":1}}`)
 	if r.code != 201 {
 		t.Fatalf("create: %d %s", r.code, r.body)
 	}
@@ -72,7 +72,7 @@ func TestFinalizers(t *testing.T) {
 		t.Fatalf("event %v", ev)
 	}
 	// Bad finalizer names are refused.
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"g","finalizers":["not a name!"]},"spec":{"size":1}}`).status(t, 422, meta.StatusReasonInvalid)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"g","finalizers":["not a name!"]},"spec":{"size":1}}`).status(t, 422, meta.StatusReasonInvalid)
 	do(t, ts, "DELETE", wdPath+"/missing", "").status(t, 404, meta.StatusReasonNotFound)
 	do(t, ts, "DELETE", wdPath+"/x?propagationPolicy=Sometimes", "").status(t, 422, meta.StatusReasonInvalid)
 }
@@ -85,8 +85,8 @@ func TestNamespaceDeletion(t *testing.T) {
 		t.Fatalf("namespace: %s", r.body)
 	}
 	do(t, ts, "POST", "/api/v1/namespaces/doomed/configmaps", `{"metadata":{"name":"c"}}`)
-	do(t, ts, "POST", "/apis/example.dev/v1/namespaces/doomed/widgets", `{"metadata":{"name":"held","finalizers":["example.dev/hold"]},"spec":{"size":1}}`)
-	do(t, ts, "POST", "/apis/example.dev/v1/namespaces/doomed/widgets", `{"metadata":{"name":"free"},"spec":{"size":1}}`)
+	do(t, ts, "POST", "/apis/example.dev/v1/namespaces/doomed/widgets", `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"held","finalizers":["example.dev/hold"]},"spec":{"size":1}}`)
+	do(t, ts, "POST", "/apis/example.dev/v1/namespaces/doomed/widgets", `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"free"},"spec":{"size":1}}`)
 
 	r = do(t, ts, "DELETE", "/api/v1/namespaces/doomed", "")
 	if r.code != 200 || str(r.object(t), "status", "phase") != "Terminating" || str(r.object(t), "kind") != "Namespace" {
@@ -164,7 +164,7 @@ func TestGarbageCollection(t *testing.T) {
 		return str(r.object(t), "metadata", "uid")
 	}
 	owner := func(name string) string {
-		r := do(t, ts, "POST", wdPath, fmt.Sprintf(`{"metadata":{"name":%q},"spec":{"size":1}}`, name))
+		r := do(t, ts, "POST", wdPath, fmt.Sprintf(`{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":%q},"spec":{"size":1}}`, name))
 		return str(r.object(t), "metadata", "uid")
 	}
 	gone := func(path string) func() bool {
@@ -229,7 +229,7 @@ func TestGarbageCollection(t *testing.T) {
 
 func TestScale(t *testing.T) {
 	_, ts := newTestServer(t)
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"s"},"spec":{"size":1,"replicas":2}}`)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"s"},"spec":{"size":1,"replicas":2}}`)
 	if r := do(t, ts, "PATCH", wdPath+"/s/status", `{"status":{"replicas":2}}`, "Content-Type", "application/merge-patch+json"); r.code != 200 {
 		t.Fatalf("status patch: %d %s", r.code, r.body)
 	}

@@ -97,7 +97,7 @@ func TestListPagingAndSelectors(t *testing.T) {
 
 func TestTable(t *testing.T) {
 	_, ts := newTestServer(t)
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"t1"},"spec":{"size":4,"color":"green"}}`)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"t1"},"spec":{"size":4,"color":"green"}}`)
 	accept := "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
 	r := do(t, ts, "GET", wdPath, "", "Accept", accept)
 	tbl := r.object(t)
@@ -136,12 +136,12 @@ func TestTable(t *testing.T) {
 
 func TestWatch(t *testing.T) {
 	_, ts := newTestServer(t)
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"before"},"spec":{"size":1}}`)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"before"},"spec":{"size":1}}`)
 	list := do(t, ts, "GET", wdPath, "").object(t)
 	rv := str(list, "metadata", "resourceVersion")
 
 	w := startWatch(t, ts, wdPath+"?watch=1&resourceVersion="+rv)
-	created := do(t, ts, "POST", wdPath, `{"metadata":{"name":"w1"},"spec":{"size":1}}`).object(t)
+	created := do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w1"},"spec":{"size":1}}`).object(t)
 	ev := w.next(t)
 	if ev["type"] != "ADDED" || str(ev["object"].(map[string]any), "metadata", "name") != "w1" ||
 		str(ev["object"].(map[string]any), "metadata", "resourceVersion") != str(created, "metadata", "resourceVersion") {
@@ -165,8 +165,8 @@ func TestWatch(t *testing.T) {
 	// A single-object watch and a label-selected watch see only their objects.
 	w3 := startWatch(t, ts, wdPath+"?watch=1&resourceVersion="+rv+"&fieldSelector=metadata.name%3Dw2")
 	w4 := startWatch(t, ts, "/apis/example.dev/v1/widgets?watch=1&resourceVersion="+rv+"&labelSelector=pick")
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"w3"},"spec":{"size":1}}`)
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"w2","labels":{"pick":"yes"}},"spec":{"size":1}}`)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w3"},"spec":{"size":1}}`)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w2","labels":{"pick":"yes"}},"spec":{"size":1}}`)
 	if ev := w3.next(t); str(ev["object"].(map[string]any), "metadata", "name") != "w2" {
 		t.Fatalf("field-selected watch got %v", ev)
 	}

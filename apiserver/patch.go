@@ -109,24 +109,16 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, t patchTarget) {
 		s.writeError(w, r, unsupportedPatch(mt, t))
 		return
 	}
-	q := r.URL.Query()
-	_, forced := q["force"]
-	force := false
-	if forced {
-		if mt != applyPatchType {
-			s.writeError(w, r, meta.NewInvalidOptions("PatchOptions", meta.ErrorList{
-				meta.Forbidden(meta.NewPath("force"), "may not be specified for non-apply patch"),
-			}))
-			return
-		}
-		switch v := q.Get("force"); v {
-		case "true", "1", "True", "TRUE", "t", "T":
-			force = true
-		case "false", "0", "False", "FALSE", "f", "F", "":
-		default:
-			s.writeError(w, r, meta.NewBadRequest(fmt.Sprintf("invalid force %q: must be a boolean", v)))
-			return
-		}
+	force, forced, err := queryBool(queryOf(r), "force")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if forced && mt != applyPatchType {
+		s.writeError(w, r, meta.NewInvalidOptions("PatchOptions", meta.ErrorList{
+			meta.Forbidden(meta.NewPath("force"), "may not be specified for non-apply patch"),
+		}))
+		return
 	}
 	if mt == applyPatchType {
 		if opts.FieldManager == "" {

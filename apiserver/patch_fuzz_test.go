@@ -31,7 +31,7 @@ func FuzzPatchRequest(f *testing.F) {
 		f.Add([]byte(s.body), s.mode)
 	}
 	_, ts := newTestServer(f)
-	do(f, ts, "POST", wdPath, `{"metadata":{"name":"w"},"spec":{"size":1,"ports":[{"name":"a","port":1}]}}`)
+	do(f, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1,"ports":[{"name":"a","port":1}]}}`)
 	h := ts.Config.Handler
 	types := []string{ctJSONPatch, ctMergePatch, ctStrategic, ctApply}
 	f.Fuzz(func(t *testing.T, body []byte, mode uint8) {

@@ -87,7 +87,7 @@ func jsonEq(t *testing.T, got any, want string) bool {
 
 func TestJSONPatch(t *testing.T) {
 	_, ts := newPatchServer(t)
-	cur := mustCode(t, do(t, ts, "POST", wdPath, `{"metadata":{"name":"w"},"spec":{"size":1,"color":"red"}}`), 201)
+	cur := mustCode(t, do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1,"color":"red"}}`), 201)
 	rv := str(cur, "metadata", "resourceVersion")
 	p := func(body string, q ...string) response {
 		path := wdPath + "/w"
@@ -162,7 +162,7 @@ const patchOpsLimit = 10000
 
 func TestMergePatchFieldValidation(t *testing.T) {
 	_, ts := newPatchServer(t)
-	mustCode(t, do(t, ts, "POST", wdPath, `{"metadata":{"name":"w"},"spec":{"size":1,"color":"red"}}`), 201)
+	mustCode(t, do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1,"color":"red"}}`), 201)
 	p := func(body, q string) response {
 		return do(t, ts, "PATCH", wdPath+"/w?"+q, body, "Content-Type", ctMergePatch)
 	}
@@ -222,13 +222,13 @@ func TestStrategicMergePatch(t *testing.T) {
 		t.Fatalf("strategic on a configmap: %s", got)
 	}
 	// Custom types without strategic merge metadata: 415, as kube-apiserver.
-	mustCode(t, do(t, ts, "POST", wdPath, `{"metadata":{"name":"w"},"spec":{"size":1}}`), 201)
+	mustCode(t, do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1}}`), 201)
 	st := do(t, ts, "PATCH", wdPath+"/w", `{"spec":{"size":2}}`, "Content-Type", ctStrategic).status(t, 415, meta.StatusReasonUnsupportedMediaType)
 	if !strings.Contains(st.Message, ctMergePatch) || !strings.Contains(st.Message, ctApply) || strings.Contains(st.Message, ctStrategic) {
 		t.Fatalf("415 message: %s", st.Message)
 	}
 	// Custom types that declare it: served, driven by the schema.
-	mustCode(t, do(t, ts, "POST", gdPath, `{"metadata":{"name":"g","finalizers":["a/b"]},"spec":{"size":1,"tags":["x"],"ports":[{"name":"http","port":80},{"name":"https","port":443}]}}`), 201)
+	mustCode(t, do(t, ts, "POST", gdPath, `{"apiVersion":"example.dev/v1","kind":"Gadget","metadata":{"name":"g","finalizers":["a/b"]},"spec":{"size":1,"tags":["x"],"ports":[{"name":"http","port":80},{"name":"https","port":443}]}}`), 201)
 	got = mustCode(t, do(t, ts, "PATCH", gdPath+"/g", `{"metadata":{"finalizers":["c/d"]},"spec":{"tags":["y"],"ports":[{"name":"https","port":8443},{"name":"http","$patch":"delete"},{"name":"admin","port":9000}]}}`, "Content-Type", ctStrategic), 200)
 	if str(got, "spec", "tags") != `["y","x"]` || str(got, "spec", "ports") != `[{"name":"https","port":8443},{"name":"admin","port":9000}]` ||
 		str(got, "metadata", "finalizers") != `["c/d","a/b"]` {
@@ -389,7 +389,7 @@ data:
 func TestManagedFieldsOnWrites(t *testing.T) {
 	_, ts := newPatchServer(t)
 	// POST: an Update by the fieldManager.
-	got := mustCode(t, do(t, ts, "POST", wdPath+"?fieldManager=creator", `{"metadata":{"name":"w"},"spec":{"size":1}}`), 201)
+	got := mustCode(t, do(t, ts, "POST", wdPath+"?fieldManager=creator", `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1}}`), 201)
 	if e := entry(t, got, "creator", "Update"); e == nil || !jsonEq(t, e["fieldsV1"], `{"f:spec":{".":{},"f:size":{}}}`) {
 		t.Fatalf("create: %v", managedFieldsOf(t, got))
 	}
@@ -423,29 +423,29 @@ func TestManagedFieldsOnWrites(t *testing.T) {
 		t.Fatalf("status update: %v", managedFieldsOf(t, got))
 	}
 	// Bad fieldManager values.
-	do(t, ts, "POST", wdPath+"?fieldManager="+strings.Repeat("m", 129), `{"metadata":{"name":"w2"},"spec":{"size":1}}`).status(t, 422, meta.StatusReasonInvalid)
-	do(t, ts, "POST", wdPath+"?fieldManager=a%07b", `{"metadata":{"name":"w2"},"spec":{"size":1}}`).status(t, 422, meta.StatusReasonInvalid)
+	do(t, ts, "POST", wdPath+"?fieldManager="+strings.Repeat("m", 129), `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w2"},"spec":{"size":1}}`).status(t, 422, meta.StatusReasonInvalid)
+	do(t, ts, "POST", wdPath+"?fieldManager=a%07b", `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w2"},"spec":{"size":1}}`).status(t, 422, meta.StatusReasonInvalid)
 }
 
 func TestDryRun(t *testing.T) {
 	_, ts := newPatchServer(t)
-	mustCode(t, do(t, ts, "POST", wdPath, `{"metadata":{"name":"w"},"spec":{"size":1}}`), 201)
+	mustCode(t, do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1}}`), 201)
 	cur := do(t, ts, "GET", wdPath+"/w", "").object(t)
 	rv := str(cur, "metadata", "resourceVersion")
 	ws := startWatch(t, ts, wdPath+"?watch=true&resourceVersion="+rv)
 
 	// POST: the would-be object, generated values included; nothing stored.
-	got := mustCode(t, do(t, ts, "POST", wdPath+"?dryRun=All", `{"metadata":{"generateName":"gen-"},"spec":{"size":1}}`), 201)
+	got := mustCode(t, do(t, ts, "POST", wdPath+"?dryRun=All", `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"generateName":"gen-"},"spec":{"size":1}}`), 201)
 	name := str(got, "metadata", "name")
 	if !strings.HasPrefix(name, "gen-") || str(got, "metadata", "uid") == "" || str(got, "metadata", "creationTimestamp") == "" || len(managedFieldsOf(t, got)) != 1 {
 		t.Fatalf("dry-run create: %s", got)
 	}
 	do(t, ts, "GET", wdPath+"/"+name, "").status(t, 404, meta.StatusReasonNotFound)
 	// Validation still runs.
-	do(t, ts, "POST", wdPath+"?dryRun=All", `{"metadata":{"name":"x"},"spec":{"size":-1}}`).status(t, 422, meta.StatusReasonInvalid)
-	do(t, ts, "POST", wdPath+"?dryRun=All", `{"metadata":{"name":"w"},"spec":{"size":1}}`).status(t, 409, meta.StatusReasonAlreadyExists)
+	do(t, ts, "POST", wdPath+"?dryRun=All", `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"x"},"spec":{"size":-1}}`).status(t, 422, meta.StatusReasonInvalid)
+	do(t, ts, "POST", wdPath+"?dryRun=All", `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1}}`).status(t, 409, meta.StatusReasonAlreadyExists)
 	// PUT, PATCH (every type) and apply.
-	put := fmt.Sprintf(`{"metadata":{"name":"w","resourceVersion":%q},"spec":{"size":7}}`, rv)
+	put := fmt.Sprintf(`{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w","resourceVersion":%q},"spec":{"size":7}}`, rv)
 	if g := mustCode(t, do(t, ts, "PUT", wdPath+"/w?dryRun=All", put), 200); str(g, "spec", "size") != "7" {
 		t.Fatalf("dry-run put: %v", g["spec"])
 	}
@@ -480,7 +480,7 @@ func TestDryRun(t *testing.T) {
 	}
 	// Unknown dryRun values.
 	for _, req := range []struct{ method, path, body, ct string }{
-		{"POST", wdPath + "?dryRun=Some", `{"metadata":{"name":"z"},"spec":{"size":1}}`, "application/json"},
+		{"POST", wdPath + "?dryRun=Some", `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"z"},"spec":{"size":1}}`, "application/json"},
 		{"PUT", wdPath + "/w?dryRun=true", put, "application/json"},
 		{"PATCH", wdPath + "/w?dryRun=1", `{}`, ctMergePatch},
 		{"DELETE", wdPath + "/w?dryRun=yes", "", "application/json"},
@@ -491,7 +491,7 @@ func TestDryRun(t *testing.T) {
 
 func TestFieldValidationCreateUpdate(t *testing.T) {
 	_, ts := newPatchServer(t)
-	bad := `{"metadata":{"name":"w","bogus":1},"spec":{"size":1,"Size":2,"size":3,"extra":{}}}`
+	bad := `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w","bogus":1},"spec":{"size":1,"Size":2,"size":3,"extra":{}}}`
 	st := do(t, ts, "POST", wdPath+"?fieldValidation=Strict", bad).status(t, 400, meta.StatusReasonBadRequest)
 	for _, want := range []string{`unknown field "metadata.bogus"`, `unknown field "spec.Size"`, `unknown field "spec.extra"`, `duplicate field "spec.size"`} {
 		if !strings.Contains(st.Message, want) {
@@ -506,10 +506,10 @@ func TestFieldValidationCreateUpdate(t *testing.T) {
 	if r := do(t, ts, "POST", wdPath+"?fieldValidation=Ignore", strings.Replace(bad, `"w"`, `"w2"`, 1)); r.code != 201 || len(r.header.Values("Warning")) != 0 {
 		t.Fatalf("ignore: %d %v", r.code, r.header.Values("Warning"))
 	}
-	do(t, ts, "PUT", wdPath+"/w?fieldValidation=Strict", `{"metadata":{"name":"w"},"spec":{"size":1,"bogus":true}}`).status(t, 400, meta.StatusReasonBadRequest)
+	do(t, ts, "PUT", wdPath+"/w?fieldValidation=Strict", `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1,"bogus":true}}`).status(t, 400, meta.StatusReasonBadRequest)
 	// Type errors and schema violations are errors at every level, one
 	// cause per field.
-	st = do(t, ts, "POST", wdPath+"?fieldValidation=Ignore", `{"metadata":{"name":"w3"},"spec":{"size":"big","replicas":"x","tags":["a","a"]}}`).status(t, 422, meta.StatusReasonInvalid)
+	st = do(t, ts, "POST", wdPath+"?fieldValidation=Ignore", `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w3"},"spec":{"size":"big","replicas":"x","tags":["a","a"]}}`).status(t, 422, meta.StatusReasonInvalid)
 	fields := map[string]bool{}
 	for _, c := range st.Details.Causes {
 		fields[c.Field] = true
@@ -518,7 +518,7 @@ func TestFieldValidationCreateUpdate(t *testing.T) {
 		t.Fatalf("causes: %+v", st.Details.Causes)
 	}
 	// YAML bodies: duplicate keys are found too.
-	r = do(t, ts, "POST", wdPath, "metadata:\n  name: yy\nspec:\n  size: 1\n  size: 2\n", "Content-Type", "application/yaml")
+	r = do(t, ts, "POST", wdPath, "apiVersion: example.dev/v1\nkind: Widget\nmetadata:\n  name: yy\nspec:\n  size: 1\n  size: 2\n", "Content-Type", "application/yaml")
 	if r.code != 201 || len(r.header.Values("Warning")) != 1 {
 		t.Fatalf("yaml duplicate: %d %q %s", r.code, r.header.Values("Warning"), r.body)
 	}

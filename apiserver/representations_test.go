@@ -68,7 +68,7 @@ func configMapProtobuf(t testing.TB, js string) string {
 func TestNegotiation(t *testing.T) {
 	_, ts := newTestServer(t)
 	do(t, ts, "POST", cmPath, `{"metadata":{"name":"a"},"data":{"k":"v"}}`)
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"w"},"spec":{"size":3}}`)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":3}}`)
 	cmMsg := registry.ConfigMaps().Protobuf
 	for _, tc := range []struct {
 		path, accept string
@@ -165,7 +165,7 @@ func TestProtobufLifecycle(t *testing.T) {
 	}
 	// The scale subresource of a custom resource: autoscaling/v1 Scale has
 	// a message, the Widget has none.
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"w"},"spec":{"size":1,"replicas":2}}`)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1,"replicas":2}}`)
 	r = do(t, ts, "GET", wdPath+"/w/scale", "", "Accept", pb)
 	sc := decodeProtobuf(t, r, "Scale", codec.ScaleMessage)
 	if str(sc, "spec", "replicas") != "2" || str(sc, "metadata", "name") != "w" {
@@ -246,8 +246,8 @@ func TestBadBodies(t *testing.T) {
 
 func TestTableRepresentation(t *testing.T) {
 	_, ts := newTestServer(t)
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"w1"},"spec":{"size":3,"color":"red"}}`)
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"w2"},"spec":{"size":5}}`)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w1"},"spec":{"size":3,"color":"red"}}`)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w2"},"spec":{"size":5}}`)
 	r := do(t, ts, "GET", wdPath, "", "Accept", acceptTableV1+", application/json")
 	if r.header.Get("Content-Type") != "application/json" {
 		t.Fatalf("Content-Type %q", r.header.Get("Content-Type"))
@@ -309,7 +309,7 @@ func TestTableRepresentation(t *testing.T) {
 		t.Fatalf("YAML table %s", r.body)
 	}
 	// Tables of writes: a create answered as a Table.
-	r = do(t, ts, "POST", wdPath, `{"metadata":{"name":"w3"},"spec":{"size":1}}`, "Accept", acceptTableV1)
+	r = do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w3"},"spec":{"size":1}}`, "Accept", acceptTableV1)
 	if r.code != 201 || !bytes.Contains(r.body, []byte(`"kind":"Table"`)) {
 		t.Fatalf("create as Table: %d %s", r.code, r.body)
 	}
@@ -322,8 +322,8 @@ func TestTableRepresentation(t *testing.T) {
 
 func TestPartialObjectMetadata(t *testing.T) {
 	_, ts := newTestServer(t)
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"w1","labels":{"a":"b"}},"spec":{"size":3}}`)
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"w2"},"spec":{"size":4}}`)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w1","labels":{"a":"b"}},"spec":{"size":3}}`)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w2"},"spec":{"size":4}}`)
 	r := do(t, ts, "GET", wdPath+"/w1", "", "Accept", acceptPOM)
 	obj := r.object(t)
 	if obj["kind"] != "PartialObjectMetadata" || obj["apiVersion"] != "meta.k8s.io/v1" || str(obj, "metadata", "labels", "a") != "b" || obj["spec"] != nil {
@@ -489,7 +489,7 @@ func TestWatchRepresentations(t *testing.T) {
 	}
 
 	// PartialObjectMetadata in protobuf (metadata informers) and JSON.
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"w","labels":{"x":"y"}},"spec":{"size":1}}`)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w","labels":{"x":"y"}},"spec":{"size":1}}`)
 	metaAccept := "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 	resp = openStream(t, ts, ts.URL+wdPath+"?watch=1&allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan", metaAccept)
 	typ, u = next(resp.Body)
@@ -509,7 +509,7 @@ func TestWatchRepresentations(t *testing.T) {
 	}
 
 	// Table: headers in the first event only.
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"w2"},"spec":{"size":2,"color":"blue"}}`)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w2"},"spec":{"size":2,"color":"blue"}}`)
 	resp = openStream(t, ts, ts.URL+wdPath+"?watch=1&includeObject=None", acceptTableV1)
 	if resp.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("table watch Content-Type %q", resp.Header.Get("Content-Type"))

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/kapi-dev/kapi/apiserver/auth"
@@ -34,6 +35,11 @@ type requestState struct {
 	// and as chi routes on it (routePaths), found once: it is a walk up
 	// net/http's contexts.
 	path, raw string
+	// query is the parsed query string and queryErr why it does not parse
+	// (queryValues), parsed once, when first asked.
+	query     url.Values
+	queryErr  error
+	queryDone bool
 	// noteLong is the metrics' long-running count, for noteLongRunning.
 	noteLong func(requestInfo)
 }
@@ -45,7 +51,7 @@ func (s *Server) begin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st := &requestState{}
 		st.path, st.raw = routePaths(r)
-		st.long = s.isLongRunning(r, st.raw)
+		st.long = s.isLongRunning(r, st)
 		st.dl.Context = r.Context()
 		if t := s.cfg.RequestTimeout; t > 0 && !st.long && !isPublicPath(st.path) {
 			st.timed, st.dl.deadline = true, time.Now().Add(t)

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"cmp"
 	"net/http"
 	"net/url"
 	"strings"
@@ -22,12 +23,15 @@ type requestInfo struct {
 
 	user       *auth.User // for the audit record
 	registered bool       // the resource is served (set by serveResource), for the metrics
+	// selected is the name a list or watch pins with its fieldSelector
+	// (selectedName): authorized as a request for that name.
+	selected string
 }
 
 // attributes returns the authorization attributes of a resource request.
 func (info requestInfo) attributes() auth.Attributes {
 	return auth.Attributes{Verb: info.Verb, ResourceRequest: true, APIGroup: info.Group, APIVersion: info.Version,
-		Resource: info.Resource, Subresource: info.Subresource, Namespace: info.Namespace, Name: info.Name}
+		Resource: info.Resource, Subresource: info.Subresource, Namespace: info.Namespace, Name: cmp.Or(info.Name, info.selected)}
 }
 
 // parseResourcePath splits the part of a URL after /api/VERSION/ or
@@ -100,21 +104,33 @@ func splitResourcePath(p string) (group, version, rest string, ok bool) {
 	return group, version, rest, ok && version != "" && rest != ""
 }
 
-// resolveRequest builds the request info of a resource request.
-func resolveRequest(r *http.Request) (requestInfo, bool) {
-	group, version, rest, ok := splitResourcePath(stateOf(r).raw)
+// resolveRequest builds the request info of a resource request. qerr is
+// what is wrong with its query: a query string that does not parse, or a
+// watch parameter that is not a boolean (the verb is then read from what
+// did parse, for authorization, and the request is answered qerr).
+func resolveRequest(r *http.Request) (info requestInfo, ok bool, qerr error) {
+	st := stateOf(r)
+	group, version, rest, ok := splitResourcePath(st.raw)
 	if !ok {
-		return requestInfo{}, false
+		return requestInfo{}, false, nil
 	}
-	info := requestInfo{Group: group, Version: version}
+	info = requestInfo{Group: group, Version: version}
 	info.Namespace, info.Resource, info.Name, info.Subresource, ok = parseResourcePath(rest)
 	if !ok {
-		return info, false
+		return info, false, nil
+	}
+	q, err := st.queryValues(r)
+	if err != nil {
+		qerr = badQuery(err)
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
+		watch, _, err := queryBool(q, "watch")
+		if err != nil && qerr == nil && info.Subresource == "" {
+			qerr = err
+		}
 		switch {
-		case info.Subresource == "" && isTrue(r.URL.Query().Get("watch")):
+		case info.Subresource == "" && watch:
 			// A collection or one object (kapi watches the object, with
 			// metadata.name as the field selector). A subresource has no
 			// watch: as in kube-apiserver, a GET of a named path is a get
@@ -140,7 +156,5 @@ func resolveRequest(r *http.Request) (requestInfo, bool) {
 	default:
 		info.Verb = strings.ToLower(r.Method)
 	}
-	return info, true
+	return info, true, qerr
 }
-
-func isTrue(s string) bool { return s == "1" || s == "true" || s == "True" }

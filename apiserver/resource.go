@@ -18,11 +18,13 @@ import (
 // serveResource serves every URL below a group version: collections, objects
 // and subresources.
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
-	info, ok := resolveRequest(r)
+	info, ok, qerr := resolveRequest(r)
 	if !ok {
 		s.writeError(w, r, meta.NewNotFoundPath())
 		return
 	}
+	q := queryOf(r)
+	info.selected = selectedName(q, info)
 	st, registered := s.reg.Store(meta.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource})
 	info.registered = registered
 	noteRequest(r.Context(), info)
@@ -44,6 +46,14 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	// one has none.
 	if (res.Namespaced && info.Name != "" && info.Namespace == "") || (!res.Namespaced && info.Namespace != "") {
 		s.writeError(w, r, meta.NewNotFoundPath())
+		return
+	}
+	// A query that does not parse is refused, never read in part.
+	if qerr == nil {
+		qerr = checkPretty(q)
+	}
+	if qerr != nil {
+		s.writeError(w, r, qerr)
 		return
 	}
 	if res.Virtual != nil {
@@ -147,18 +157,19 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request, st *registry
 		s.writeError(w, r, err)
 		return
 	}
-	if r.URL.Query().Has("sendInitialEvents") {
+	lq, err := s.listOptions(queryOf(r), st)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if lq.sendInitialEvents != nil {
 		// kube-apiserver refuses it on anything but a watch.
 		s.writeError(w, r, meta.NewInvalidOptions("ListOptions", meta.ErrorList{
 			meta.Forbidden(meta.NewPath("sendInitialEvents"), "sendInitialEvents is forbidden for list"),
 		}))
 		return
 	}
-	opts, err := s.listOptions(r.URL.Query(), st)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+	opts := lq.opts
 	if s.streamList(w, r, st, info.Namespace, c, &opts) {
 		return
 	}
@@ -180,51 +191,72 @@ func writeJSONString(buf *bytes.Buffer, s string) {
 	buf.Write(b)
 }
 
-// listOptions reads the list query parameters.
-func (s *Server) listOptions(q url.Values, st *registry.Store) (registry.ListOptions, error) {
-	opts := registry.ListOptions{
+// listQuery is what a list, watch or deletecollection reads from its query.
+type listQuery struct {
+	opts              registry.ListOptions
+	timeoutSeconds    int64 // 0: none
+	allowBookmarks    bool
+	sendInitialEvents *bool
+}
+
+// listOptions reads the list query parameters (ListOptions), each of which
+// must read as its type, as kube-apiserver decodes them for these verbs.
+func (s *Server) listOptions(q url.Values, st *registry.Store) (listQuery, error) {
+	lq := listQuery{opts: registry.ListOptions{
 		Continue:             q.Get("continue"),
 		ResourceVersion:      q.Get("resourceVersion"),
 		ResourceVersionMatch: q.Get("resourceVersionMatch"),
+	}}
+	if len(q) == 0 {
+		return lq, nil
 	}
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.ParseInt(l, 10, 64)
-		if err != nil {
-			return opts, meta.NewBadRequest(fmt.Sprintf("invalid limit %q: must be an integer", l))
-		}
-		if n > 0 {
-			opts.Limit = n
-		}
+	n, _, err := queryInt(q, "limit")
+	if err != nil {
+		return lq, err
 	}
+	lq.opts.Limit = max(n, 0)
+	if lq.timeoutSeconds, _, err = queryInt(q, "timeoutSeconds"); err != nil {
+		return lq, err
+	}
+	if lq.allowBookmarks, _, err = queryBool(q, "allowWatchBookmarks"); err != nil {
+		return lq, err
+	}
+	if b, present, err := queryBool(q, "sendInitialEvents"); err != nil {
+		return lq, err
+	} else if present {
+		lq.sendInitialEvents = &b
+	}
+	if _, _, err := queryBool(q, "watch"); err != nil {
+		return lq, err
+	}
+	if err := selectors(q, st, &lq.opts); err != nil {
+		return lq, err
+	}
+	return lq, nil
+}
+
+// selectors reads labelSelector and fieldSelector into opts.
+func selectors(q url.Values, st *registry.Store, opts *registry.ListOptions) error {
 	if ls := q.Get("labelSelector"); ls != "" {
 		sel, err := meta.ParseLabelSelector(ls)
 		if err != nil {
-			return opts, meta.NewBadRequest(fmt.Sprintf("unable to parse requirement: %v", err))
+			return meta.NewBadRequest(fmt.Sprintf("unable to parse requirement: %v", err))
 		}
 		opts.Labels = sel
 	}
 	if fs := q.Get("fieldSelector"); fs != "" {
 		sel, err := meta.ParseFieldSelector(fs)
 		if err != nil {
-			return opts, meta.NewBadRequest(fmt.Sprintf("invalid field selector: %v", err))
+			return meta.NewBadRequest(fmt.Sprintf("invalid field selector: %v", err))
 		}
 		for _, req := range sel.Requirements() {
 			if !st.SupportsField(req.Field) {
-				return opts, meta.NewBadRequest(fmt.Sprintf("%q is not a known field selector: only %s", req.Field, st.SelectableFieldList()))
+				return meta.NewBadRequest(fmt.Sprintf("%q is not a known field selector: only %s", req.Field, st.SelectableFieldList()))
 			}
 		}
 		opts.Fields = sel
 	}
-	return opts, nil
-}
-
-// queryOf is r's query, or nil when there is none (url.Values reads work
-// on nil): URL.Query makes a map even for an empty query.
-func queryOf(r *http.Request) url.Values {
-	if r.URL.RawQuery == "" {
-		return nil
-	}
-	return r.URL.Query()
+	return nil
 }
 
 // writeOptions reads dryRun and fieldValidation.
@@ -271,7 +303,40 @@ func (s *Server) readBody(r *http.Request, st *registry.Store, info requestInfo)
 		return nil, nil, bodyReadError(err, s.cfg.MaxRequestBodyBytes)
 	}
 	target.yamlAliasBytes = int(s.cfg.MaxRequestBodyBytes)
-	return decodeBody(mt, data, target)
+	obj, dups, err := decodeBody(mt, data, target)
+	if err == nil && info.Subresource != "scale" && isCustomResource(st.Resource()) {
+		err = customTypeMeta(obj, data, target.apiVersion)
+	}
+	return obj, dups, err
+}
+
+// customTypeMeta refuses the body of a custom resource without kind or
+// apiVersion, as kube-apiserver's decoding of custom resources does; it
+// fills them from the URL only for its built-in types (checkTypeMeta).
+// Protobuf bodies carry both in their envelope.
+func customTypeMeta(obj registry.Object, data []byte, apiVersion string) error {
+	if k, _ := obj["kind"].(string); k == "" {
+		const most = 1 << 10 // of the body quoted back
+		quoted := string(data[:min(len(data), most)])
+		if len(data) > most {
+			quoted += "..."
+		}
+		return meta.NewBadRequest(fmt.Sprintf("Object 'Kind' is missing in '%s'", quoted))
+	}
+	if av, _ := obj["apiVersion"].(string); av == "" {
+		return meta.NewBadRequest(fmt.Sprintf("the API version in the data () does not match the expected API version (%s)", apiVersion))
+	}
+	return nil
+}
+
+// checkURLName refuses a PUT body whose metadata.name is not the URL's,
+// absent included, as kube-apiserver's update handler does.
+func checkURLName(obj registry.Object, name string) error {
+	md, _ := obj["metadata"].(map[string]any)
+	if bodyName, _ := md["name"].(string); bodyName != name {
+		return meta.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", bodyName, name))
+	}
+	return nil
 }
 
 // bodyBuffers holds the buffers request bodies are read into (readBody);
@@ -338,6 +403,9 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request, st *regist
 		return
 	}
 	obj, dups, err := s.readBody(r, st, info)
+	if err == nil {
+		err = checkURLName(obj, info.Name)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -368,20 +436,19 @@ func (s *Server) deleteOptions(r *http.Request) (registry.DeleteOptions, error) 
 		return opts, err
 	}
 	opts.DryRun = wo.DryRun
-	q := r.URL.Query()
+	q := queryOf(r)
 	opts.PropagationPolicy = q.Get("propagationPolicy")
-	if v := q.Get("gracePeriodSeconds"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return opts, meta.NewBadRequest(fmt.Sprintf("invalid gracePeriodSeconds %q", v))
-		}
+	if n, present, err := queryInt(q, "gracePeriodSeconds"); err != nil {
+		return opts, err
+	} else if present {
 		opts.GracePeriodSeconds = &n
 	}
-	if v := q.Get("orphanDependents"); v != "" && opts.PropagationPolicy == "" {
-		if isTrue(v) {
+	if orphan, present, err := queryBool(q, "orphanDependents"); err != nil {
+		return opts, err
+	} else if present && opts.PropagationPolicy == "" {
+		opts.PropagationPolicy = registry.PropagationBackground
+		if orphan {
 			opts.PropagationPolicy = registry.PropagationOrphan
-		} else {
-			opts.PropagationPolicy = registry.PropagationBackground
 		}
 	}
 	if body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.cfg.MaxRequestBodyBytes)); err != nil {
@@ -468,11 +535,12 @@ func (s *Server) handleDeleteCollection(w http.ResponseWriter, r *http.Request, 
 		s.writeError(w, r, err)
 		return
 	}
-	lo, err := s.listOptions(r.URL.Query(), st)
+	lq, err := s.listOptions(queryOf(r), st)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	lo := lq.opts
 	lo.Limit, lo.Continue = 0, ""
 	list, err := st.List(r.Context(), info.Namespace, lo)
 	if err != nil {
@@ -546,6 +614,9 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, st *registry
 			return
 		}
 		obj, _, err := s.readBody(r, st, info)
+		if err == nil {
+			err = checkURLName(obj, info.Name)
+		}
 		if err != nil {
 			s.writeError(w, r, err)
 			return

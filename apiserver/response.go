@@ -67,7 +67,7 @@ type payload struct {
 
 // resourceOf returns the resource a request is about, if any.
 func (s *Server) resourceOf(r *http.Request) *registry.Resource {
-	info, ok := resolveRequest(r)
+	info, ok, _ := resolveRequest(r)
 	if !ok {
 		return nil
 	}
@@ -389,7 +389,7 @@ func acceptsGzip(values []string) bool {
 // and browsers, as kube-apiserver.
 func wantPretty(r *http.Request, c codec.Choice) bool {
 	if r.URL != nil && strings.Contains(r.URL.RawQuery, "pretty") {
-		if v := r.URL.Query().Get("pretty"); v != "" {
+		if v := queryOf(r).Get("pretty"); v != "" {
 			b, _ := strconv.ParseBool(v)
 			return b
 		}

@@ -150,18 +150,16 @@ func (s *Server) authorizeNonResource(next http.Handler) http.Handler {
 // stream is a GET with ?follow=true of a custom subresource that declares a
 // Stream. Anything else, e.g. GET /api/v1/configmaps?follow=true, is an
 // ordinary request.
-//
-// raw is rawRoutePath(r).
-func (s *Server) isLongRunning(r *http.Request, raw string) bool {
+func (s *Server) isLongRunning(r *http.Request, rs *requestState) bool {
 	if r.Method != http.MethodGet {
 		return false
 	}
-	q := r.URL.Query()
-	watch, follow := isTrue(q.Get("watch")), q.Get("follow") == "true"
+	q, _ := rs.queryValues(r)
+	watch, follow := queryTrue(q, "watch"), q.Get("follow") == "true"
 	if !watch && !follow {
 		return false
 	}
-	gvr, sub, ok := resourceOfPath(raw)
+	gvr, sub, ok := resourceOfPath(rs.raw)
 	if !ok {
 		return false
 	}

@@ -132,12 +132,12 @@ func TestAuthorizationMatrix(t *testing.T) {
 			t.Fatalf("admin %s %s: %d %s", method, path, r.code, r.body)
 		}
 	}
-	adminDo("POST", team, `{"metadata":{"name":"w"},"spec":{"size":1}}`)
+	adminDo("POST", team, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1}}`)
 	adminDo("POST", teamCM, `{"metadata":{"name":"visible"}}`)
 	adminDo("POST", teamCM, `{"metadata":{"name":"hidden"}}`)
-	adminDo("POST", wdPath, `{"metadata":{"name":"w"},"spec":{"size":1}}`)
+	adminDo("POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1}}`)
 
-	widget := `{"metadata":{"name":"n"},"spec":{"size":1}}`
+	widget := `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"n"},"spec":{"size":1}}`
 	tests := []struct {
 		user, method, path, body string
 		want                     int

@@ -54,7 +54,7 @@ const (
 
 // tableInclude reads and checks the includeObject parameter.
 func tableInclude(r *http.Request) (string, error) {
-	v := r.URL.Query().Get("includeObject")
+	v := queryOf(r).Get("includeObject")
 	switch v {
 	case "":
 		return includeMetadata, nil

@@ -25,22 +25,23 @@ const watchWriteTimeout = time.Minute
 // events, chunked and flushed as events come. Errors found before the stream
 // starts are ordinary Status responses; afterwards they are ERROR events.
 func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo) {
-	q := r.URL.Query()
 	enc, contentType, err := s.watchEncoder(r, st.Resource())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	lo, err := s.listOptions(q, st)
+	lq, err := s.listOptions(queryOf(r), st)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	lo := lq.opts
 	opts := registry.WatchOptions{
-		Labels:          lo.Labels,
-		Fields:          lo.Fields,
-		ResourceVersion: q.Get("resourceVersion"),
-		AllowBookmarks:  isTrue(q.Get("allowWatchBookmarks")),
+		Labels:            lo.Labels,
+		Fields:            lo.Fields,
+		ResourceVersion:   lo.ResourceVersion,
+		AllowBookmarks:    lq.allowBookmarks,
+		SendInitialEvents: lq.sendInitialEvents,
 	}
 	if info.Name != "" {
 		// GET .../NAME?watch=1 watches one object: metadata.name=NAME, with
@@ -56,15 +57,7 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, st *registr
 		reqs = append(reqs, meta.FieldRequirement{Field: "metadata.name", Operator: meta.FieldOpEquals, Value: info.Name})
 		opts.Fields = meta.NewFieldSelector(reqs...)
 	}
-	if v, ok := q["sendInitialEvents"]; ok && len(v) > 0 {
-		b, err := strconv.ParseBool(v[0])
-		if err != nil {
-			s.writeError(w, r, meta.NewBadRequest(fmt.Sprintf("invalid sendInitialEvents %q: %v", v[0], err)))
-			return
-		}
-		opts.SendInitialEvents = &b
-	}
-	if errs := validateWatchOptions(opts.SendInitialEvents, q.Get("resourceVersionMatch")); len(errs) > 0 {
+	if errs := validateWatchOptions(opts.SendInitialEvents, lo.ResourceVersionMatch, lo.Continue); len(errs) > 0 {
 		s.writeError(w, r, meta.NewInvalidOptions("ListOptions", errs))
 		return
 	}
@@ -77,17 +70,13 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, st *registr
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(s.watchesCtx, cancel)()
-	if ts := q.Get("timeoutSeconds"); ts != "" {
-		n, err := strconv.ParseInt(ts, 10, 64)
-		if err != nil || n < 0 {
-			s.writeError(w, r, meta.NewBadRequest(fmt.Sprintf("invalid timeoutSeconds %q", ts)))
-			return
-		}
-		if n > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, time.Duration(n)*time.Second)
-			defer cancel()
-		}
+	if n := lq.timeoutSeconds; n < 0 {
+		s.writeError(w, r, meta.NewBadRequest(fmt.Sprintf("invalid timeoutSeconds %d", n)))
+		return
+	} else if n > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(n)*time.Second)
+		defer cancel()
 	}
 	opts.Encoder = enc
 	wt, err := st.Watch(ctx, info.Namespace, opts)
@@ -241,8 +230,12 @@ func shuttingDown() *meta.StatusError {
 
 // validateWatchOptions checks sendInitialEvents and resourceVersionMatch as
 // kube-apiserver does for a watch.
-func validateWatchOptions(sendInitialEvents *bool, match string) meta.ErrorList {
+func validateWatchOptions(sendInitialEvents *bool, match, continueToken string) meta.ErrorList {
 	var errs meta.ErrorList
+	if continueToken != "" {
+		// A watch has no pages to continue: kube-apiserver answers 422.
+		errs = append(errs, meta.Forbidden(meta.NewPath("continue"), "continue is forbidden for watch"))
+	}
 	if sendInitialEvents != nil && match != "NotOlderThan" {
 		errs = append(errs, meta.Forbidden(meta.NewPath("resourceVersionMatch"),
 			"sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))

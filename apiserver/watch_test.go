@@ -130,9 +130,9 @@ func watchRV(t *testing.T, r response) string {
 
 func TestWatchResourceVersions(t *testing.T) {
 	api, ts, store := newWatchServer(t, watch.Settings{WindowEvents: 4}, false)
-	created := do(t, ts, "POST", wdPath, `{"metadata":{"name":"a"},"spec":{"size":1}}`)
+	created := do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"a"},"spec":{"size":1}}`)
 	rvA := watchRV(t, created)
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"b"},"spec":{"size":1}}`)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"b"},"spec":{"size":1}}`)
 
 	// Unset: the most recent state, then changes.
 	unset := startWatch(t, ts, wdPath+"?watch=1")
@@ -185,9 +185,9 @@ func TestWatchResourceVersions(t *testing.T) {
 	// Newer than anything: the watch waits, and sends what comes after it.
 	future, _ := strconv.ParseInt(watchRV(t, do(t, ts, "GET", wdPath, "")), 10, 64)
 	fw := startWatch(t, ts, wdPath+fmt.Sprintf("?watch=1&resourceVersion=%d", future+2))
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"f1"},"spec":{"size":1}}`)
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"f2"},"spec":{"size":1}}`)
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"f3"},"spec":{"size":1}}`)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"f1"},"spec":{"size":1}}`)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"f2"},"spec":{"size":1}}`)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"f3"},"spec":{"size":1}}`)
 	fw.expect(t, "ADDED f3")
 
 	// Bad input.
@@ -211,9 +211,9 @@ func TestWatchResourceVersions(t *testing.T) {
 
 func TestWatchSelectorsAndSingleObject(t *testing.T) {
 	_, ts, _ := newWatchServer(t, watch.Settings{}, false)
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"x","labels":{"tier":"web"}},"spec":{"size":1,"color":"red"}}`)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"x","labels":{"tier":"web"}},"spec":{"size":1,"color":"red"}}`)
 	do(t, ts, "POST", "/api/v1/namespaces", `{"metadata":{"name":"other"}}`)
-	do(t, ts, "POST", "/apis/example.dev/v1/namespaces/other/widgets", `{"metadata":{"name":"x"},"spec":{"size":1,"color":"red"}}`)
+	do(t, ts, "POST", "/apis/example.dev/v1/namespaces/other/widgets", `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"x"},"spec":{"size":1,"color":"red"}}`)
 
 	labels := startWatch(t, ts, wdPath+"?watch=1&labelSelector=tier%3Dweb")
 	colors := startWatch(t, ts, "/apis/example.dev/v1/widgets?watch=1&fieldSelector=spec.color%3Dblue")
@@ -225,7 +225,7 @@ func TestWatchSelectorsAndSingleObject(t *testing.T) {
 	patch := func(path, body string) {
 		do(t, ts, "PATCH", path, body, "Content-Type", "application/merge-patch+json")
 	}
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"y"},"spec":{"size":1,"color":"red"}}`)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"y"},"spec":{"size":1,"color":"red"}}`)
 	patch(wdPath+"/x", `{"metadata":{"labels":{"tier":"db"}},"spec":{"color":"blue"}}`) // leaves labels, enters colors
 	patch(wdPath+"/y", `{"metadata":{"labels":{"tier":"web"}}}`)                        // enters labels
 	patch(wdPath+"/x", `{"spec":{"color":"green"}}`)                                    // leaves colors
@@ -249,7 +249,7 @@ func TestWatchSelectorsAndSingleObject(t *testing.T) {
 
 func TestWatchBookmarksAndTimeouts(t *testing.T) {
 	_, ts, _ := newWatchServer(t, watch.Settings{BookmarkInterval: 100 * time.Millisecond}, false)
-	rv := watchRV(t, do(t, ts, "POST", wdPath, `{"metadata":{"name":"a"},"spec":{"size":1}}`))
+	rv := watchRV(t, do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"a"},"spec":{"size":1}}`))
 	w := startWatch(t, ts, wdPath+"?watch=1&allowWatchBookmarks=true&resourceVersion="+rv)
 	ev := w.next(t)
 	o := objOf(ev)
@@ -272,7 +272,7 @@ func TestWatchBookmarksAndTimeouts(t *testing.T) {
 	// timeoutSeconds ends the stream; with the default interval of a minute
 	// the bookmark comes 2s before the end.
 	_, ts2, _ := newWatchServer(t, watch.Settings{}, false)
-	rv = watchRV(t, do(t, ts2, "POST", wdPath, `{"metadata":{"name":"a"},"spec":{"size":1}}`))
+	rv = watchRV(t, do(t, ts2, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"a"},"spec":{"size":1}}`))
 	start := time.Now()
 	tw := startWatch(t, ts2, wdPath+"?watch=1&allowWatchBookmarks=true&timeoutSeconds=3&resourceVersion="+rv)
 	if ev := tw.next(t); ev["type"] != "BOOKMARK" || time.Since(start) > 2500*time.Millisecond {
@@ -286,8 +286,8 @@ func TestWatchBookmarksAndTimeouts(t *testing.T) {
 
 func TestWatchStreamingList(t *testing.T) {
 	api, ts, _ := newWatchServer(t, watch.Settings{}, false)
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"a"},"spec":{"size":1}}`)
-	rvB := watchRV(t, do(t, ts, "POST", wdPath, `{"metadata":{"name":"b"},"spec":{"size":1}}`))
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"a"},"spec":{"size":1}}`)
+	rvB := watchRV(t, do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"b"},"spec":{"size":1}}`))
 	// The last write is elsewhere: a consistent start must still reflect it.
 	nsRV := watchRV(t, do(t, ts, "POST", "/api/v1/namespaces", `{"metadata":{"name":"sl"}}`))
 
@@ -308,7 +308,7 @@ func TestWatchStreamingList(t *testing.T) {
 	check("&resourceVersion=", nsRV)
 	check("&resourceVersion=0", rvB)
 	check("&resourceVersion="+rvB, rvB)
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"c"},"spec":{"size":1}}`)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"c"},"spec":{"size":1}}`)
 	consistent.expect(t, "ADDED c")
 
 	// Without allowWatchBookmarks there is no initial-events-end bookmark.
@@ -374,7 +374,7 @@ func TestListAndGetAtResourceVersionZero(t *testing.T) {
 // Watches over HTTP/2 stream the same way.
 func TestWatchHTTP2(t *testing.T) {
 	_, ts, _ := newWatchServer(t, watch.Settings{}, true)
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"a"},"spec":{"size":1}}`)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"a"},"spec":{"size":1}}`)
 	w := startWatch(t, ts, wdPath+"?watch=1")
 	if w.resp.ProtoMajor != 2 {
 		t.Fatalf("protocol %s, want HTTP/2", w.resp.Proto)
@@ -387,7 +387,7 @@ func TestWatchHTTP2(t *testing.T) {
 // Re-registering a type ends its watches; clients reconnect to the new one.
 func TestWatchReregister(t *testing.T) {
 	api, ts, _ := newWatchServer(t, watch.Settings{}, false)
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"a"},"spec":{"size":1}}`)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"a"},"spec":{"size":1}}`)
 	w := startWatch(t, ts, wdPath+"?watch=1")
 	w.expect(t, "ADDED a")
 	if err := api.Register(widgetResource(t)); err != nil {
@@ -512,7 +512,7 @@ func TestWatchClientsComeAndGo(t *testing.T) {
 // The body of a watch is newline-delimited JSON, one event per line.
 func TestWatchFraming(t *testing.T) {
 	_, ts, _ := newWatchServer(t, watch.Settings{}, false)
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"a"},"spec":{"size":1}}`)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"a"},"spec":{"size":1}}`)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+wdPath+"?watch=1&timeoutSeconds=1", nil)
@@ -537,7 +537,7 @@ func TestWatchFraming(t *testing.T) {
 // Closing the server ends its open watches.
 func TestWatchServerClose(t *testing.T) {
 	api, ts, _ := newWatchServer(t, watch.Settings{}, false)
-	do(t, ts, "POST", wdPath, `{"metadata":{"name":"a"},"spec":{"size":1}}`)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"a"},"spec":{"size":1}}`)
 	w := startWatch(t, ts, wdPath+"?watch=1")
 	w.expect(t, "ADDED a")
 	if err := api.Close(); err != nil {

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/kapi-dev/kapi/apiserver/meta"
@@ -64,15 +65,9 @@ func (s *Store) UpdateScale(ctx context.Context, ns, name string, scale Object, 
 	if k, _ := scale["kind"].(string); k != "" && k != "Scale" {
 		return nil, meta.NewBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (Scale)", k))
 	}
-	// autoscaling/v1 omits replicas when zero (kubectl scale --replicas=0
-	// sends "spec":{}): absent means 0, as kube-apiserver decodes it.
-	raw := nestedValue(scale, "spec", "replicas")
-	replicas, ok := meta.AsInt64(raw)
-	if raw == nil {
-		replicas, ok = 0, true
-	}
-	if !ok {
-		return nil, meta.NewInvalid(ScaleGroupVersionKind, name, meta.ErrorList{meta.Required(meta.NewPath("spec", "replicas"), "must be an integer")})
+	replicas, err := scaleReplicas(nestedValue(scale, "spec", "replicas"))
+	if err != nil {
+		return nil, err
 	}
 	if replicas < 0 {
 		return nil, meta.NewInvalid(ScaleGroupVersionKind, name, meta.ErrorList{meta.Invalid(meta.NewPath("spec", "replicas"), replicas, "must be greater than or equal to 0")})
@@ -105,6 +100,30 @@ func (s *Store) UpdateScale(ctx context.Context, ns, name string, scale Object, 
 		}
 		return s.scaleOf(res.Object), nil
 	}
+}
+
+// scaleReplicas reads a Scale's spec.replicas, an int32 in autoscaling/v1:
+// anything else fails kube-apiserver's typed decoding, a 400. Absent is 0
+// (autoscaling/v1 omits zero: kubectl scale --replicas=0 sends "spec":{}).
+func scaleReplicas(raw any) (int64, error) {
+	if raw == nil {
+		return 0, nil
+	}
+	if n, ok := meta.AsInt64(raw); ok && n >= math.MinInt32 && n <= math.MaxInt32 {
+		return n, nil
+	}
+	what := "number " + fmt.Sprint(raw)
+	switch raw.(type) {
+	case string:
+		what = "string"
+	case bool:
+		what = "bool"
+	case map[string]any:
+		what = "object"
+	case []any:
+		what = "array"
+	}
+	return 0, meta.NewBadRequest(fmt.Sprintf(`Scale in version "v1" cannot be handled as a Scale: json: cannot unmarshal %s into Go struct field ScaleSpec.spec.replicas of type int32`, what))
 }
 
 func splitPath(p string) []string { return strings.Split(strings.TrimPrefix(p, "."), ".") }

@@ -253,7 +253,7 @@ func (s *Store) Create(ctx context.Context, ns string, obj Object, opts WriteOpt
 	if err != nil {
 		return nil, meta.NewInternalError(err)
 	}
-	if err := s.checkSize(enc); err != nil {
+	if enc, err = s.fitSize(buf, enc, obj, opts); err != nil {
 		return nil, err
 	}
 	so, _ := parseStored(enc)
@@ -369,7 +369,7 @@ func (s *Store) Update(ctx context.Context, ns, name string, obj Object, opts Wr
 		if err != nil {
 			return nil, meta.NewInternalError(err)
 		}
-		if err := s.checkSize(enc); err != nil {
+		if enc, err = s.fitSize(buf, enc, next, opts); err != nil {
 			return nil, err
 		}
 		so, _ := parseStored(enc)
@@ -587,6 +587,23 @@ func schemaValidate(obj Object, sch *schema.Schema) meta.ErrorList {
 	errs := schema.Validate(obj, sch)
 	obj["metadata"] = md
 	return errs
+}
+
+// fitSize checks enc, obj's encoding in *buf, against the object size
+// limit. Over it, a write that is no server-side apply is encoded again
+// without metadata.managedFields, as kube-apiserver retries a write storage
+// refuses as too large: only an object too large even so is a 413.
+func (s *Store) fitSize(buf *[]byte, enc []byte, obj Object, opts WriteOptions) ([]byte, error) {
+	err := s.checkSize(enc)
+	md, _ := obj["metadata"].(map[string]any)
+	if _, ok := md["managedFields"]; err == nil || opts.Applied || !ok {
+		return enc, err
+	}
+	delete(md, "managedFields")
+	if enc, err = encodeStoredInto(buf, obj); err != nil {
+		return nil, meta.NewInternalError(err)
+	}
+	return enc, s.checkSize(enc)
 }
 
 func (s *Store) checkSize(enc []byte) error {

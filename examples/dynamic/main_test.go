@@ -73,10 +73,10 @@ func TestTypesAtRunTime(t *testing.T) {
 	if code, body := call("GET", "/kube/apis/toys.example.com/v1", ""); code != 200 || !strings.Contains(body, `"gadgets"`) {
 		t.Fatalf("discovery after adding: %d %s", code, body)
 	}
-	if code, body := call("POST", gadgets, `{"metadata":{"name":"g1"},"spec":{"name":"first"}}`); code != 201 {
+	if code, body := call("POST", gadgets, `{"apiVersion":"toys.example.com/v1","kind":"Gadget","metadata":{"name":"g1"},"spec":{"name":"first"}}`); code != 201 {
 		t.Fatalf("create: %d %s", code, body)
 	}
-	if code, body := call("POST", gadgets, `{"metadata":{"name":"bad"},"spec":{}}`); code != 422 {
+	if code, body := call("POST", gadgets, `{"apiVersion":"toys.example.com/v1","kind":"Gadget","metadata":{"name":"bad"},"spec":{}}`); code != 422 {
 		t.Fatalf("invalid create: %d %s", code, body)
 	}
 
@@ -84,7 +84,7 @@ func TestTypesAtRunTime(t *testing.T) {
 	if code, body := call("PUT", "/types/gadgets", gadgetV2); code != 204 {
 		t.Fatalf("change type: %d %s", code, body)
 	}
-	if code, body := call("POST", gadgets, `{"metadata":{"name":"g2"},"spec":{"name":"second"}}`); code != 201 || !strings.Contains(body, `"color":"blue"`) {
+	if code, body := call("POST", gadgets, `{"apiVersion":"toys.example.com/v1","kind":"Gadget","metadata":{"name":"g2"},"spec":{"name":"second"}}`); code != 201 || !strings.Contains(body, `"color":"blue"`) {
 		t.Fatalf("create with the changed schema: %d %s", code, body)
 	}
 	if code, body := call("GET", "/kube/openapi/v3/apis/toys.example.com/v1", ""); code != 200 || !strings.Contains(body, `"color"`) {

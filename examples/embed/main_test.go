@@ -57,11 +57,11 @@ func TestEmbeddedService(t *testing.T) {
 	if code, _ := call("GET", products, "", ""); code != 401 {
 		t.Fatalf("unauthenticated list: %d, want 401", code)
 	}
-	code, body := call("POST", products, `{"metadata":{"name":"mug"},"spec":{"title":"Mug","priceCents":1200}}`, "t")
+	code, body := call("POST", products, `{"apiVersion":"shop.example.com/v1","kind":"Product","metadata":{"name":"mug"},"spec":{"title":"Mug","priceCents":1200}}`, "t")
 	if code != 201 || !strings.Contains(body, `"currency":"EUR"`) {
 		t.Fatalf("create product (defaulted currency): %d %s", code, body)
 	}
-	code, body = call("POST", products, `{"metadata":{"name":"odd"},"spec":{"title":"Odd","priceCents":1201,"currency":"USD"}}`, "t")
+	code, body = call("POST", products, `{"apiVersion":"shop.example.com/v1","kind":"Product","metadata":{"name":"odd"},"spec":{"title":"Odd","priceCents":1201,"currency":"USD"}}`, "t")
 	if code != 422 || !strings.Contains(body, "multiples of 5 cents") {
 		t.Fatalf("typed validation hook: %d %s", code, body)
 	}
