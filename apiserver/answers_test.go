@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 // A PUT body must name the object of its URL: kube-apiserver's update

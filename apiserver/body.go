@@ -10,9 +10,9 @@ import (
 	"os"
 	"strings"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/codec"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 // Request bodies: JSON, YAML and, for types with a protobuf message,

@@ -8,8 +8,8 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/codec"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 // Conversions of a response body to the meta.k8s.io representations a

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 // CustomResourceDefinitions (apiextensions.k8s.io/v1) are a read-only view

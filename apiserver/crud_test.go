@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 const cmPath = "/api/v1/namespaces/default/configmaps"

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 // Virtual types and custom subresources (registry.Virtual,

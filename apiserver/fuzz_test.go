@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 // FuzzParseResourcePath checks that whatever the path, the parts it yields

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 func TestListPagingAndSelectors(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/kapi-dev/kapi/apiserver/auth"
-	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 // TestMaxInFlightUnderLoad sends many concurrent creates over loopback to a

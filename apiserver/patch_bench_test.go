@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/kapi-dev/kapi/apiserver/registry"
-	"github.com/kapi-dev/kapi/apiserver/schema"
+	"github.com/kapi-dev/kapi/schema"
 )
 
 // The patch and apply benchmarks run through ServeHTTP on a durable on-disk

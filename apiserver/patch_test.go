@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
-	"github.com/kapi-dev/kapi/apiserver/schema"
+	"github.com/kapi-dev/kapi/meta"
+	"github.com/kapi-dev/kapi/schema"
 )
 
 const (

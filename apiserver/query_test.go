@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/kapi-dev/kapi/apiserver/auth"
-	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 // listNames lists path and returns the names, in the list's order.

@@ -10,9 +10,9 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/internal/bufpool"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 // serveResource serves every URL below a group version: collections, objects

@@ -15,9 +15,9 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/codec"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 // Responses are negotiated here. Every handler produces its body as JSON

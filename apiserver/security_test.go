@@ -21,8 +21,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kapi-dev/kapi/apiserver/auth"
-	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/meta"
 	"github.com/kapi-dev/kapi/storage/badger"
 )
 

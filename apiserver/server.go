@@ -28,9 +28,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kapi-dev/kapi/apiserver/auth"
-	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/codec"
+	"github.com/kapi-dev/kapi/meta"
 	"github.com/kapi-dev/kapi/storage"
 	"github.com/kapi-dev/kapi/watch"
 )

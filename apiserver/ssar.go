@@ -8,9 +8,9 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/kapi-dev/kapi/apiserver/auth"
-	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/codec"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 // SelfSubjectAccessReview (authorization.k8s.io/v1, the body of `kubectl

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/kapi-dev/kapi/apiserver/auth"
-	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/meta"
 	"github.com/kapi-dev/kapi/storage/badger"
 )
 

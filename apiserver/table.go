@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/codec"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 // The meta.k8s.io Table of kubectl get: a Name column, then the type's

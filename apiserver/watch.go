@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/codec"
+	"github.com/kapi-dev/kapi/meta"
 	"github.com/kapi-dev/kapi/watch"
 )
 

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/meta"
 	"github.com/kapi-dev/kapi/storage/badger"
 	"github.com/kapi-dev/kapi/watch"
 )

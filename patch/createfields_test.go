@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/codec"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 // richSchema has every kind of field structured-merge-diff tells apart:

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
-	"github.com/kapi-dev/kapi/apiserver/schema"
+	"github.com/kapi-dev/kapi/meta"
 	"github.com/kapi-dev/kapi/patch"
+	"github.com/kapi-dev/kapi/schema"
 )
 
 // JSON Patch (RFC 6902): a list of operations.

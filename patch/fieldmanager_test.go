@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 var (

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/codec"
+	"github.com/kapi-dev/kapi/meta"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 

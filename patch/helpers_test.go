@@ -7,9 +7,9 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
-	"github.com/kapi-dev/kapi/apiserver/schema"
 	"github.com/kapi-dev/kapi/codec"
+	"github.com/kapi-dev/kapi/meta"
+	"github.com/kapi-dev/kapi/schema"
 )
 
 // configMapSchema is the schema kapi serves configmaps with.

@@ -6,7 +6,7 @@ import (
 
 	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
 
-	"github.com/kapi-dev/kapi/apiserver/schema"
+	"github.com/kapi-dev/kapi/schema"
 )
 
 // Names of the structured-merge-diff types every converted schema has.

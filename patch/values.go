@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 // toSMD returns a deep copy of a generic JSON value in the form

@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/kapi-dev/kapi/apiserver/auth"
-	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 // Operation is what an admission hook is asked about.

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
-	"github.com/kapi-dev/kapi/apiserver/schema"
 	"github.com/kapi-dev/kapi/codec"
+	"github.com/kapi-dev/kapi/meta"
+	"github.com/kapi-dev/kapi/schema"
 )
 
 // mustSchema parses an OpenAPI v3 schema written as JSON; it is only used on

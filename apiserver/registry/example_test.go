@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
-	"github.com/kapi-dev/kapi/apiserver/schema"
+	"github.com/kapi-dev/kapi/meta"
+	"github.com/kapi-dev/kapi/schema"
 	"github.com/kapi-dev/kapi/storage/badger"
 )
 

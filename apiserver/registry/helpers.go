@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/meta"
 	"github.com/kapi-dev/kapi/storage"
 )
 

@@ -14,9 +14,9 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
-	"github.com/kapi-dev/kapi/apiserver/schema"
 	"github.com/kapi-dev/kapi/codec"
+	"github.com/kapi-dev/kapi/meta"
+	"github.com/kapi-dev/kapi/schema"
 )
 
 // Object is a generic decoded JSON object: maps, slices, strings,

@@ -6,7 +6,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 // The scale subresource presents an object as an autoscaling/v1 Scale built

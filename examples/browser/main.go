@@ -37,8 +37,8 @@ import (
 	"time"
 
 	"github.com/kapi-dev/kapi/apiserver"
-	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/meta"
 	"github.com/kapi-dev/kapi/storage/badger"
 )
 

@@ -5,8 +5,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	kapimeta "github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
+	kapimeta "github.com/kapi-dev/kapi/meta"
 )
 
 // GroupVersion is the API group and version of Widgets.

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"github.com/kapi-dev/kapi/apiserver/meta"
 	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 // Widget is the example custom type: a typed Go struct whose schema kapi

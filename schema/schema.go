@@ -26,7 +26,7 @@ import (
 	"slices"
 	"sync/atomic"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 // OpenAPI types.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 // For returns the schema of T; see FromGoType.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 // widgetCRD is the schema of the reference Widget custom resource

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 // fuzzSchema exercises every keyword Validate, Prune and Default handle.

@@ -3,7 +3,7 @@ package schema
 import (
 	"slices"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 // Prune removes, in place, the fields of a generic object that s does not

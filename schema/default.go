@@ -1,6 +1,6 @@
 package schema
 
-import "github.com/kapi-dev/kapi/apiserver/meta"
+import "github.com/kapi-dev/kapi/meta"
 
 // Default applies the schema's default values to a generic object, in
 // place, as Kubernetes structural defaulting does for custom resources:

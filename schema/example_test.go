@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/kapi-dev/kapi/apiserver/schema"
+	"github.com/kapi-dev/kapi/schema"
 )
 
 type WidgetSpec struct {

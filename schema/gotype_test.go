@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 type Port struct {

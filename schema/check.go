@@ -3,7 +3,7 @@ package schema
 import (
 	"fmt"
 
-	"github.com/kapi-dev/kapi/apiserver/meta"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 // Check reports whether s is a well-formed structural schema, as Kubernetes
