@@ -622,3 +622,29 @@ func TestCustomSubresourceRegistration(t *testing.T) {
 		t.Error("Register changed the caller's map")
 	}
 }
+
+// A Status returned without apiVersion is a meta/v1 Status, whatever the
+// group of the subresource.
+func TestSubresourceStatusAPIVersion(t *testing.T) {
+	rec := &extRecorder{}
+	api, ts := extServer(t, rec)
+	res := widgetsWithCustom(t, rec)
+	res.Subresources.Custom["evict"] = registry.Subresource{
+		Create: func(context.Context, *registry.Request, registry.Object) (registry.Object, error) {
+			return registry.Object{"kind": "Status", "status": meta.StatusFailure, "reason": string(meta.StatusReasonTooManyRequests),
+				"message": "not now", "code": int64(429), "metadata": map[string]any{}}, nil
+		},
+	}
+	if err := api.Register(res); err != nil {
+		t.Fatal(err)
+	}
+	createWidget(t, ts, "w1")
+	r := do(t, ts, "POST", teamWidgets+"/w1/evict", `{}`, admin...)
+	if st := r.status(t, 429, meta.StatusReasonTooManyRequests); st.Message != "not now" {
+		t.Fatalf("evict: %s", r.body)
+	}
+	// Other kinds still default to the subresource's group/version.
+	if r := do(t, ts, "GET", teamWidgets+"/w1/health", "", admin...); r.object(t)["apiVersion"] != "example.dev/v1" {
+		t.Fatalf("health: %s", r.body)
+	}
+}

@@ -497,3 +497,42 @@ func TestVirtualDocExample(t *testing.T) {
 	call("POST", "/apis/example.dev/v1/colorreviews", `{"spec":{}}`).status(t, 422, meta.StatusReasonInvalid)
 	call("GET", "/apis/example.dev/v1/colorreviews", "").status(t, 405, meta.StatusReasonMethodNotAllowed)
 }
+
+// The generic storage verbs of a virtual type's Store are refused (405):
+// nothing is read or written under its storage prefix.
+func TestVirtualStoreVerbsRefused(t *testing.T) {
+	rec := &extRecorder{}
+	api, store, _ := virtualServer(t, rec)
+	st, ok := api.Registry().Store(meta.GroupVersionResource{Group: "review.example.dev", Version: "v1", Resource: "computations"})
+	if !ok {
+		t.Fatal("computations not registered")
+	}
+	ctx := context.Background()
+	before, err := store.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := func() registry.Object {
+		return registry.Object{"apiVersion": "review.example.dev/v1", "kind": "Computation", "metadata": map[string]any{"name": "x", "namespace": "team"}}
+	}
+	check := func(verb string, err error) {
+		t.Helper()
+		if meta.ReasonOf(err) != meta.StatusReasonMethodNotAllowed {
+			t.Errorf("%s on a virtual type: %v, want 405 MethodNotAllowed", verb, err)
+		}
+	}
+	_, err = st.Create(ctx, "team", obj(), registry.WriteOptions{})
+	check("Create", err)
+	_, err = st.Update(ctx, "team", "x", obj(), registry.WriteOptions{})
+	check("Update", err)
+	_, err = st.Delete(ctx, "team", "x", registry.DeleteOptions{})
+	check("Delete", err)
+	_, err = st.List(ctx, "team", registry.ListOptions{})
+	check("List", err)
+	check("ListStream", st.ListStream(ctx, "team", registry.ListOptions{}, func(int64) error { return nil }, func([]byte) error { return nil }))
+	_, err = st.Watch(ctx, "team", registry.WatchOptions{Encoder: jsonWatchEncoder{kind: "Computation", apiVersion: "review.example.dev/v1"}})
+	check("Watch", err)
+	if after, _ := store.CurrentRevision(ctx); after != before {
+		t.Errorf("storage revision moved from %d to %d", before, after)
+	}
+}

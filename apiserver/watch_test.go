@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/meta"
+	"github.com/kapi-dev/kapi/storage"
 	"github.com/kapi-dev/kapi/storage/badger"
 	"github.com/kapi-dev/kapi/watch"
 )
@@ -555,4 +557,75 @@ func (l smallBufListener) Accept() (net.Conn, error) {
 		_ = tc.SetWriteBuffer(4096)
 	}
 	return c, err
+}
+
+// watchCtxStore records the context of each storage watch on a key ending
+// in /w1.
+type watchCtxStore struct {
+	storage.Store
+	mu   sync.Mutex
+	ctxs []context.Context
+}
+
+func (s *watchCtxStore) Watch(ctx context.Context, opts storage.WatchOptions) (<-chan storage.Event, error) {
+	if bytes.HasSuffix(opts.Prefix, []byte("/w1")) {
+		s.mu.Lock()
+		s.ctxs = append(s.ctxs, ctx)
+		s.mu.Unlock()
+	}
+	return s.Store.Watch(ctx, opts)
+}
+
+// WatchObject's storage watch ends when its channel closes (after DELETED),
+// not only when the caller's context ends.
+func TestWatchObjectReleasesStorageWatch(t *testing.T) {
+	bs, err := badger.Open(badger.InMemoryOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bs.Close() })
+	store := &watchCtxStore{Store: bs}
+	api, err := New(context.Background(), Config{Storage: store, AllowAnonymous: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { api.Close() })
+	if err := api.Register(widgetResource(t)); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(api)
+	t.Cleanup(ts.Close)
+	const path = "/apis/example.dev/v1/namespaces/default/widgets"
+	r := do(t, ts, "POST", path, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w1"},"spec":{"size":1}}`)
+	if r.code != 201 {
+		t.Fatalf("create: %d %s", r.code, r.body)
+	}
+	st, _ := api.Registry().Store(meta.GroupVersionResource{Group: "example.dev", Version: "v1", Resource: "widgets"})
+	ctx, cancel := context.WithCancel(context.Background()) // lives on
+	defer cancel()
+	events, err := st.WatchObject(ctx, "default", "w1", str(r.object(t), "metadata", "resourceVersion"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := do(t, ts, "DELETE", path+"/w1", ""); r.code != 200 {
+		t.Fatalf("delete: %d %s", r.code, r.body)
+	}
+	var last registry.ObjectEvent
+	for ev := range events {
+		last = ev
+	}
+	if last.Type != "DELETED" {
+		t.Fatalf("last event %q, want DELETED", last.Type)
+	}
+	store.mu.Lock()
+	ctxs := append([]context.Context{}, store.ctxs...)
+	store.mu.Unlock()
+	if len(ctxs) != 1 {
+		t.Fatalf("%d storage watches of w1, want 1", len(ctxs))
+	}
+	select {
+	case <-ctxs[0].Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the storage watch stays open after the object watch ended")
+	}
 }

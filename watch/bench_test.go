@@ -87,7 +87,7 @@ func benchCacheFanout(b *testing.B, rate, updates int) {
 		var total atomic.Int64
 		var wg sync.WaitGroup
 		for w := 0; w < watchers; w++ {
-			wt, err := c.Watch(ctx, WatchOptions{Encoder: benchEncoder{}, Bookmarks: true})
+			wt, err := c.Watch(ctx, Options{Encoder: benchEncoder{}, Bookmarks: true})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -184,7 +184,7 @@ func BenchmarkCacheInitialEvents(b *testing.B) {
 			b.ReportAllocs()
 			cpu0 := processCPU()
 			for i := 0; i < b.N; i++ {
-				w, err := c.Watch(ctx, WatchOptions{Encoder: benchEncoder{}, Initial: true, Consistent: consistent, InitialEventsEnd: true, Bookmarks: true})
+				w, err := c.Watch(ctx, Options{Encoder: benchEncoder{}, Initial: true, Consistent: consistent, InitialEventsEnd: true, Bookmarks: true})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -229,7 +229,7 @@ func BenchmarkWatcherEvent(b *testing.B) {
 	}
 	ws := make([]*Watcher, 16)
 	for i := range ws {
-		if ws[i], err = c.Watch(ctx, WatchOptions{Encoder: benchEncoder{}, Bookmarks: true}); err != nil {
+		if ws[i], err = c.Watch(ctx, Options{Encoder: benchEncoder{}, Bookmarks: true}); err != nil {
 			b.Fatal(err)
 		}
 		defer ws[i].Stop()

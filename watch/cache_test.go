@@ -20,7 +20,7 @@ func TestInitialEventsThenChanges(t *testing.T) {
 	e.put("/outside/x", "x")
 	e.waitCaughtUp()
 
-	r := e.watch(WatchOptions{Initial: true, InitialEventsEnd: true})
+	r := e.watch(Options{Initial: true, InitialEventsEnd: true})
 	r.expect(t, "ADDED /t/a a1", "ADDED /t/b b1")
 	end := r.next(t)
 	if end.typ != "BOOKMARK" || end.value != "true" || end.rev < e.current()-1 {
@@ -38,14 +38,14 @@ func TestInitialEventsThenChanges(t *testing.T) {
 	e.put(testPrefix+"ns1/x", "1")
 	e.put(testPrefix+"ns2/y", "2")
 	e.waitCaughtUp()
-	rn := e.watch(WatchOptions{Prefix: []byte(testPrefix + "ns1/"), Initial: true})
+	rn := e.watch(Options{Prefix: []byte(testPrefix + "ns1/"), Initial: true})
 	rn.expect(t, "ADDED /t/ns1/x 1")
 	e.put(testPrefix+"ns2/y", "3")
 	e.put(testPrefix+"ns1/x", "4")
 	rn.expect(t, "MODIFIED /t/ns1/x 4")
 
 	// A prefix outside the cache is refused.
-	if _, err := e.cache.Watch(context.Background(), WatchOptions{Prefix: []byte("/other/"), Encoder: e.enc}); err == nil {
+	if _, err := e.cache.Watch(context.Background(), Options{Prefix: []byte("/other/"), Encoder: e.enc}); err == nil {
 		t.Fatal("watch outside the cache's prefix succeeded")
 	}
 }
@@ -58,17 +58,17 @@ func TestResumeFromWindowAndFuture(t *testing.T) {
 	e.del(testPrefix + "a")
 	e.waitCaughtUp()
 
-	r := e.watch(WatchOptions{Revision: from})
+	r := e.watch(Options{Revision: from})
 	r.expect(t, "MODIFIED /t/a 3", "DELETED /t/a 3")
 
 	// Revision 0 without initial events: changes after the cache's revision.
-	r0 := e.watch(WatchOptions{})
+	r0 := e.watch(Options{})
 	e.put(testPrefix+"b", "1")
 	r0.expect(t, "ADDED /t/b 1")
 
 	// A future revision: nothing until changes pass it.
 	future := e.current() + 3
-	rf := e.watch(WatchOptions{Revision: future, Bookmarks: true})
+	rf := e.watch(Options{Revision: future, Bookmarks: true})
 	e.put(testPrefix+"b", "2")
 	e.put(testPrefix+"b", "3")
 	e.put(testPrefix+"b", "4")
@@ -91,7 +91,7 @@ func TestResumeFromStorageHistory(t *testing.T) {
 	if st := e.cache.Stats(); st.WindowEvents != 5 || st.Oldest <= first {
 		t.Fatalf("stats %+v: want a window of 5 events", st)
 	}
-	r := e.watch(WatchOptions{Revision: first})
+	r := e.watch(Options{Revision: first})
 	for i := 1; i < 30; i++ {
 		r.expect(t, fmt.Sprintf("MODIFIED /t/k %d", i))
 	}
@@ -104,7 +104,7 @@ func TestResumeFromStorageHistory(t *testing.T) {
 	if err := e.st.Compact(context.Background(), e.current()); err != nil {
 		t.Fatal(err)
 	}
-	old := e.watch(WatchOptions{Revision: first})
+	old := e.watch(Options{Revision: first})
 	if ev := old.next(t); ev.typ != "ERROR" || !strings.Contains(ev.value, "compacted") {
 		t.Fatalf("got %v, want an ERROR event", ev)
 	}
@@ -120,7 +120,7 @@ func TestFilterEnterAndLeave(t *testing.T) {
 	e.put(testPrefix+"bad", "noattrs")
 	e.waitCaughtUp()
 	red := func(a any) bool { return a == "red" }
-	r := e.watch(WatchOptions{Initial: true, Filter: red})
+	r := e.watch(Options{Initial: true, Filter: red})
 	r.expect(t, "ADDED /t/a red")
 	leave := e.put(testPrefix+"a", "green") // leaves the selection
 	e.put(testPrefix+"b", "red")            // enters it
@@ -138,7 +138,7 @@ func TestEncodeOncePerEvent(t *testing.T) {
 	e := newEnv(t, Settings{})
 	var readers []*reader
 	for i := 0; i < 50; i++ {
-		readers = append(readers, e.watch(WatchOptions{}))
+		readers = append(readers, e.watch(Options{}))
 	}
 	for i := 0; i < 20; i++ {
 		e.put(testPrefix+"k", fmt.Sprint(i))
@@ -153,7 +153,7 @@ func TestEncodeOncePerEvent(t *testing.T) {
 	}
 	// Another representation has frames of its own.
 	other := &testEncoder{}
-	r := e.watch(WatchOptions{Encoder: other, Revision: e.current() - 5})
+	r := e.watch(Options{Encoder: other, Revision: e.current() - 5})
 	for i := 15; i < 20; i++ {
 		r.expect(t, fmt.Sprintf("MODIFIED /t/k %d", i))
 	}
@@ -169,18 +169,18 @@ func TestSlowWatchers(t *testing.T) {
 	e := newEnv(t, Settings{WatcherBuffer: 4, WindowEvents: 30})
 	ctx := context.Background()
 	// A stalled watcher: nobody calls Next.
-	stalled, err := e.cache.Watch(ctx, WatchOptions{Encoder: e.enc})
+	stalled, err := e.cache.Watch(ctx, Options{Encoder: e.enc})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stalled.Stop()
 	// A slow one that resumes in time, and a fast one.
-	slow, err := e.cache.Watch(ctx, WatchOptions{Encoder: e.enc})
+	slow, err := e.cache.Watch(ctx, Options{Encoder: e.enc})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer slow.Stop()
-	fast := e.watch(WatchOptions{})
+	fast := e.watch(Options{})
 	// Make the other two live: a first Next turns a watcher live and
 	// returns with the first event.
 	var wg sync.WaitGroup
@@ -229,7 +229,7 @@ func TestBookmarks(t *testing.T) {
 	e := newEnv(t, Settings{BookmarkInterval: 50 * time.Millisecond})
 	e.put(testPrefix+"a", "1")
 	e.waitCaughtUp()
-	r := e.watch(WatchOptions{Bookmarks: true})
+	r := e.watch(Options{Bookmarks: true})
 	ev := r.next(t)
 	if ev.typ != "BOOKMARK" || ev.value != "false" {
 		t.Fatalf("got %v, want a bookmark", ev)
@@ -250,11 +250,11 @@ func TestBookmarks(t *testing.T) {
 
 	// Without bookmarks, none; a watch with a deadline gets one 2s before it.
 	e2 := newEnv(t, Settings{})
-	quietR := e2.watch(WatchOptions{})
+	quietR := e2.watch(Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	rd := e2.watchCtx(ctx, WatchOptions{Bookmarks: true})
+	rd := e2.watchCtx(ctx, Options{Bookmarks: true})
 	ev = rd.next(t)
 	if ev.typ != "BOOKMARK" || time.Since(start) > 2*time.Second {
 		t.Fatalf("got %v after %v, want a bookmark before the deadline", ev, time.Since(start))
@@ -284,7 +284,7 @@ func TestConsistentStart(t *testing.T) {
 			e.put(testPrefix+"a", "1")
 			e.waitCaughtUp()
 			cur := e.put("/other/y", "1")
-			r := e.watch(WatchOptions{Initial: true, Consistent: true, InitialEventsEnd: true})
+			r := e.watch(Options{Initial: true, Consistent: true, InitialEventsEnd: true})
 			r.expect(t, "ADDED /t/a 1")
 			if end := r.next(t); end.typ != "BOOKMARK" || end.value != "true" || end.rev < cur {
 				t.Fatalf("initial-events-end %v; want a revision of at least %d", end, cur)
@@ -293,7 +293,7 @@ func TestConsistentStart(t *testing.T) {
 			r.expect(t, "MODIFIED /t/a 2")
 
 			// Not older than a revision storage has not reached.
-			_, err := e.cache.Watch(context.Background(), WatchOptions{Encoder: e.enc, Initial: true, Revision: e.current() + 100})
+			_, err := e.cache.Watch(context.Background(), Options{Encoder: e.enc, Initial: true, Revision: e.current() + 100})
 			var fe *storage.FutureRevisionError
 			if !errors.As(err, &fe) {
 				t.Fatalf("watch not older than a future revision: %v", err)
@@ -329,7 +329,7 @@ func TestStateLimitAndGetList(t *testing.T) {
 	if st := small.cache.Stats(); st.StateObjects != -1 {
 		t.Fatalf("stats %+v: want no state", st)
 	}
-	r := small.watch(WatchOptions{Initial: true, InitialEventsEnd: true})
+	r := small.watch(Options{Initial: true, InitialEventsEnd: true})
 	r.expect(t, "ADDED /t/a 1", "ADDED /t/b 2", "ADDED /t/c 3")
 	if end := r.next(t); end.typ != "BOOKMARK" || end.value != "true" {
 		t.Fatalf("got %v, want the initial-events-end bookmark", end)
@@ -349,7 +349,7 @@ func TestWindowAge(t *testing.T) {
 
 func TestEncodeError(t *testing.T) {
 	e := newEnv(t, Settings{})
-	r := e.watch(WatchOptions{})
+	r := e.watch(Options{})
 	e.put(testPrefix+"a", "corrupt")
 	if ev := r.next(t); ev.typ != "ERROR" {
 		t.Fatalf("got %v, want an ERROR event", ev)
@@ -361,17 +361,17 @@ func TestEncodeError(t *testing.T) {
 
 func TestStopAndStorageClose(t *testing.T) {
 	e := newEnv(t, Settings{})
-	r := e.watch(WatchOptions{})
+	r := e.watch(Options{})
 	e.cache.Stop()
 	if err := r.ended(t); !errors.Is(err, ErrStopped) {
 		t.Fatalf("watch ended with %v after Stop, want ErrStopped", err)
 	}
-	if _, err := e.cache.Watch(context.Background(), WatchOptions{Encoder: e.enc}); !errors.Is(err, ErrStopped) {
+	if _, err := e.cache.Watch(context.Background(), Options{Encoder: e.enc}); !errors.Is(err, ErrStopped) {
 		t.Fatalf("watch on a stopped cache: %v", err)
 	}
 
 	e2 := newEnv(t, Settings{})
-	r2 := e2.watch(WatchOptions{})
+	r2 := e2.watch(Options{})
 	e2.st.Close()
 	if err := r2.ended(t); !errors.Is(err, storage.ErrClosed) {
 		t.Fatalf("watch ended with %v after the store closed, want ErrClosed", err)
@@ -435,7 +435,7 @@ func TestResyncAfterCompaction(t *testing.T) {
 	e := newEnvOn(t, fs, Settings{})
 	e.put(testPrefix+"a", "1")
 	e.waitCaughtUp()
-	r := e.watch(WatchOptions{})
+	r := e.watch(Options{})
 	fs.mu.Lock()
 	inject := fs.inject
 	fs.mu.Unlock()
@@ -444,7 +444,7 @@ func TestResyncAfterCompaction(t *testing.T) {
 		t.Fatalf("watch ended with %v, want ErrResync", err)
 	}
 	waitFor(t, "the second list", func() bool { return e.cache.Stats().ListsCompleted == 2 })
-	r2 := e.watch(WatchOptions{Initial: true})
+	r2 := e.watch(Options{Initial: true})
 	r2.expect(t, "ADDED /t/a 1")
 	e.put(testPrefix+"a", "2")
 	r2.expect(t, "MODIFIED /t/a 2")
@@ -473,7 +473,7 @@ func TestManyWatchersNoLeak(t *testing.T) {
 				defer wg.Done()
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
-				opts := WatchOptions{Encoder: e.enc, Bookmarks: i%2 == 0}
+				opts := Options{Encoder: e.enc, Bookmarks: i%2 == 0}
 				switch i % 3 {
 				case 0:
 					opts.Initial = true
@@ -526,7 +526,7 @@ func TestManyWatchersNoLeak(t *testing.T) {
 // order, each call bounded in size.
 func TestLargeBurst(t *testing.T) {
 	e := newEnv(t, Settings{BookmarkInterval: time.Millisecond})
-	w, err := e.cache.Watch(context.Background(), WatchOptions{Encoder: e.enc, Bookmarks: true})
+	w, err := e.cache.Watch(context.Background(), Options{Encoder: e.enc, Bookmarks: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -582,8 +582,8 @@ func (*perWatchEncoder) PerWatch() {}
 func TestPerWatchEncoder(t *testing.T) {
 	e := newEnv(t, Settings{})
 	a, b := &perWatchEncoder{}, &perWatchEncoder{}
-	ra, rb := e.watch(WatchOptions{Encoder: a}), e.watch(WatchOptions{Encoder: b})
-	shared := e.watch(WatchOptions{})
+	ra, rb := e.watch(Options{Encoder: a}), e.watch(Options{Encoder: b})
+	shared := e.watch(Options{})
 	for i := 0; i < 5; i++ {
 		e.put(testPrefix+"k", fmt.Sprint(i))
 	}
@@ -629,7 +629,7 @@ func (e funcEncoder) AppendError(dst []byte, err error) []byte {
 // An encoder that is not comparable is refused with an error, not a panic.
 func TestWatchRefusesIncomparableEncoder(t *testing.T) {
 	e := newEnv(t, Settings{})
-	_, err := e.cache.Watch(context.Background(), WatchOptions{Encoder: funcEncoder{testEncoder: &testEncoder{}, hook: func() {}}})
+	_, err := e.cache.Watch(context.Background(), Options{Encoder: funcEncoder{testEncoder: &testEncoder{}, hook: func() {}}})
 	if err == nil || !strings.Contains(err.Error(), "not comparable") {
 		t.Fatalf("watch with an incomparable encoder: %v", err)
 	}

@@ -28,7 +28,7 @@ func TestCacheOnEtcd(t *testing.T) {
 	e.put(testPrefix+"b", "1")
 	e.waitCaughtUp()
 
-	r := e.watch(WatchOptions{Initial: true, InitialEventsEnd: true})
+	r := e.watch(Options{Initial: true, InitialEventsEnd: true})
 	r.expect(t, "ADDED /t/a 1", "ADDED /t/b 1")
 	if end := r.next(t); end.typ != "BOOKMARK" || end.value != "true" {
 		t.Fatalf("got %v, want the initial-events-end bookmark", end)
@@ -43,7 +43,7 @@ func TestCacheOnEtcd(t *testing.T) {
 	r.expect(t, "DELETED /t/b 1")
 
 	// Older than the window of 3: from etcd's history, then the cache.
-	old := e.watch(WatchOptions{Revision: first})
+	old := e.watch(Options{Revision: first})
 	old.expect(t, "ADDED /t/b 1")
 	for i := 2; i < 8; i++ {
 		old.expect(t, fmt.Sprintf("MODIFIED /t/a %d", i))
@@ -53,7 +53,7 @@ func TestCacheOnEtcd(t *testing.T) {
 
 	// A consistent start after a write elsewhere, and bookmarks following it.
 	other := e.put("/elsewhere/x", "1")
-	c := e.watch(WatchOptions{Initial: true, Consistent: true, InitialEventsEnd: true, Bookmarks: true})
+	c := e.watch(Options{Initial: true, Consistent: true, InitialEventsEnd: true, Bookmarks: true})
 	c.expect(t, "ADDED /t/a 7")
 	if end := c.next(t); end.typ != "BOOKMARK" || end.value != "true" || end.rev < other {
 		t.Fatalf("got %v, want the initial-events-end bookmark at %d or later", end, other)
@@ -66,7 +66,7 @@ func TestCacheOnEtcd(t *testing.T) {
 	if err := st.Compact(context.Background(), e.current()); err != nil {
 		t.Fatal(err)
 	}
-	gone := e.watch(WatchOptions{Revision: first})
+	gone := e.watch(Options{Revision: first})
 	if ev := gone.next(t); ev.typ != "ERROR" || !strings.Contains(ev.value, "compacted") {
 		t.Fatalf("got %v, want an ERROR event", ev)
 	}

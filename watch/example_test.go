@@ -43,7 +43,7 @@ func ExampleCache_Watch() {
 	}
 	defer cache.Stop()
 
-	w, err := cache.Watch(ctx, watch.WatchOptions{Encoder: lineEncoder{}, Initial: true, InitialEventsEnd: true})
+	w, err := cache.Watch(ctx, watch.Options{Encoder: lineEncoder{}, Initial: true, InitialEventsEnd: true})
 	if err != nil {
 		panic(err)
 	}

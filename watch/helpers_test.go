@@ -215,14 +215,14 @@ func (e *env) current() int64 {
 	return rev
 }
 
-func (e *env) watch(opts WatchOptions) *reader {
+func (e *env) watch(opts Options) *reader {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	e.t.Cleanup(cancel)
 	return e.watchCtx(ctx, opts)
 }
 
-func (e *env) watchCtx(ctx context.Context, opts WatchOptions) *reader {
+func (e *env) watchCtx(ctx context.Context, opts Options) *reader {
 	e.t.Helper()
 	if opts.Encoder == nil {
 		opts.Encoder = e.enc

@@ -17,7 +17,7 @@ func TestWatcherWakeups(t *testing.T) {
 	e.waitCaughtUp()
 	var rs []*reader
 	for i := 0; i < 8; i++ {
-		rs = append(rs, e.watch(WatchOptions{Bookmarks: i%2 == 0}))
+		rs = append(rs, e.watch(Options{Bookmarks: i%2 == 0}))
 	}
 	if n := len(e.cache.encIDs); n != 1 {
 		t.Fatalf("%d encoder ids for one encoder", n)
@@ -44,7 +44,7 @@ func TestWatcherWakeups(t *testing.T) {
 	}
 
 	// Stop and the end of the context wake a waiting watcher at once.
-	w, err := e.cache.Watch(context.Background(), WatchOptions{Encoder: e.enc, Bookmarks: true})
+	w, err := e.cache.Watch(context.Background(), Options{Encoder: e.enc, Bookmarks: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestWatcherWakeups(t *testing.T) {
 		t.Fatalf("after Stop: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r = e.watchCtx(ctx, WatchOptions{})
+	r = e.watchCtx(ctx, Options{})
 	time.Sleep(20 * time.Millisecond)
 	cancel()
 	if err := r.ended(t); err != ErrEnded {
@@ -73,7 +73,7 @@ func TestWatcherBookmarkTimer(t *testing.T) {
 	e := newEnv(t, Settings{BookmarkInterval: 30 * time.Millisecond})
 	rev := e.put(testPrefix+"k", "v0")
 	e.waitCaughtUp()
-	r := e.watch(WatchOptions{Revision: rev, Bookmarks: true})
+	r := e.watch(Options{Revision: rev, Bookmarks: true})
 	for i := 0; i < 3; i++ {
 		if ev := r.next(t); ev.typ != "BOOKMARK" || ev.rev < rev {
 			t.Fatalf("bookmark %d: %v", i, ev)
@@ -119,9 +119,9 @@ func TestEncoderFramesByValue(t *testing.T) {
 				e.cache.encMu.Unlock()
 			}
 			shared, other := &testEncoder{}, &testEncoder{}
-			a := e.watch(WatchOptions{Encoder: valueEncoder{enc: shared, tag: "a"}})
-			b := e.watch(WatchOptions{Encoder: valueEncoder{enc: shared, tag: "a"}})
-			c := e.watch(WatchOptions{Encoder: valueEncoder{enc: other, tag: "c"}})
+			a := e.watch(Options{Encoder: valueEncoder{enc: shared, tag: "a"}})
+			b := e.watch(Options{Encoder: valueEncoder{enc: shared, tag: "a"}})
+			c := e.watch(Options{Encoder: valueEncoder{enc: other, tag: "c"}})
 			for _, r := range []*reader{a, b, c} {
 				if got := r.w.encID != 0; got != numbered {
 					t.Fatalf("encoder id %d, numbered %v", r.w.encID, numbered)

@@ -20,8 +20,8 @@ const (
 	maxBatchBytes  = 64 << 10
 )
 
-// WatchOptions say what a watch sees and where it starts.
-type WatchOptions struct {
+// Options say what a watch sees and where it starts.
+type Options struct {
 	// Prefix restricts the watch to keys under it (e.g. one namespace). It
 	// must lie under the cache's prefix. Default: the cache's prefix.
 	Prefix []byte
@@ -123,15 +123,15 @@ func NewErrorWatcher(enc Encoder, err error) *Watcher {
 // that is compacted too, the watch sends one Error event carrying a
 // *storage.CompactedError. A start state that storage has not reached is a
 // *storage.FutureRevisionError.
-func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) {
+func (c *Cache) Watch(ctx context.Context, opts Options) (*Watcher, error) {
 	if opts.Encoder == nil {
-		return nil, errors.New("watch: WatchOptions.Encoder is required")
+		return nil, errors.New("watch: Options.Encoder is required")
 	}
 	if _, perWatch := opts.Encoder.(PerWatchEncoder); !perWatch && !reflect.TypeOf(opts.Encoder).Comparable() {
 		// Frames are cached per encoder value (see Encoder): comparing or
 		// hashing this one would panic. (A struct type with interface
 		// fields passes this check; what they hold must be comparable.)
-		return nil, fmt.Errorf("watch: WatchOptions.Encoder of type %T is not comparable: use a pointer, or implement PerWatchEncoder", opts.Encoder)
+		return nil, fmt.Errorf("watch: Options.Encoder of type %T is not comparable: use a pointer, or implement PerWatchEncoder", opts.Encoder)
 	}
 	prefix := opts.Prefix
 	if prefix == nil {
@@ -151,7 +151,7 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 	return w, nil
 }
 
-func (c *Cache) newWatcher(ctx context.Context, opts WatchOptions, prefix []byte) *Watcher {
+func (c *Cache) newWatcher(ctx context.Context, opts Options, prefix []byte) *Watcher {
 	_, perWatch := opts.Encoder.(PerWatchEncoder)
 	w := &Watcher{c: c, enc: opts.Encoder, perWatch: perWatch, prefix: prefix, filter: opts.Filter,
 		bookmarks: opts.Bookmarks, notify: make(chan struct{}, 1), id: rand.Uint64()}
@@ -219,7 +219,7 @@ func (w *Watcher) setNextBookmark(t time.Time) {
 }
 
 // start decides where w starts and registers it.
-func (c *Cache) start(ctx context.Context, w *Watcher, opts WatchOptions) error {
+func (c *Cache) start(ctx context.Context, w *Watcher, opts Options) error {
 	if !opts.Initial {
 		return c.startFrom(w, opts.Revision)
 	}

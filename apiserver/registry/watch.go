@@ -65,7 +65,7 @@ func (s *Store) Watch(ctx context.Context, ns string, opts WatchOptions) (*watch
 	if err != nil {
 		return nil, watchError(err, gr)
 	}
-	wo := watch.WatchOptions{
+	wo := watch.Options{
 		Prefix:    s.listPrefix(ns),
 		Filter:    selectorFilter(opts.Labels, opts.Fields),
 		Encoder:   enc,

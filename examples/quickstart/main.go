@@ -47,37 +47,51 @@ func main() {
 	}
 }
 
-func run() error {
-	dataDir := flag.String("data-dir", "./data", "directory for the Badger database and the kubeconfig")
-	inMemory := flag.Bool("in-memory", false, "keep objects in memory only (the kubeconfig is still written to --data-dir)")
-	listen := flag.String("listen", "127.0.0.1:6443", "address to serve on")
-	insecure := flag.Bool("insecure-http", false, "serve plain HTTP without authentication (loopback addresses only; for local development)")
-	policy := flag.String("authorization-policy", "", "RBAC policy file (YAML: roles and bindings); default: every authenticated user may do everything")
-	history := flag.Duration("history-window", 10*time.Minute, "how long change history (watch resumption, continue tokens) is kept")
-	logLevel := flag.String("log-level", "info", "log level: debug, info, warn, error")
-	etcdEndpoints := flag.String("etcd-endpoints", "", "comma-separated etcd client URLs: keep objects in etcd instead of Badger (several servers over one etcd and prefix serve one API)")
-	etcdPrefix := flag.String("etcd-prefix", etcd.DefaultPrefix, "key prefix in etcd (one per API sharing an etcd cluster)")
-	etcdCA := flag.String("etcd-cafile", "", "CA certificates that sign etcd's server certificates (default: the system's)")
-	etcdCert := flag.String("etcd-certfile", "", "client certificate for etcd (with --etcd-keyfile)")
-	etcdKey := flag.String("etcd-keyfile", "", "client key for etcd")
-	auditLog := flag.String("audit-log", "", "append an audit record per request to this file, as JSON lines")
-	pprofListen := flag.String("pprof-listen", "", "serve Go's net/http/pprof profiles on this separate address (loopback only; off by default)")
-	memLimit := flag.String("memory-limit", "auto", "Go's soft memory limit: auto (the live heap plus a quarter of it, at least 32 MiB more, at least 160 MiB in all, re-evaluated after every garbage collection), off (GOGC alone), or a fixed size such as 512MiB; a GOMEMLIMIT environment variable wins")
-	shutdownTimeout := flag.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long in-flight requests may take to finish before they are cut off (watches end at once)")
+// options are the command line's.
+type options struct {
+	dataDir, listen, policy, logLevel, auditLog, pprofListen, memLimit string
+	inMemory, insecure                                                 bool
+	history, shutdownTimeout                                           time.Duration
+	storage                                                            storageFlags
+}
+
+func parseFlags() options {
+	var o options
+	flag.StringVar(&o.dataDir, "data-dir", "./data", "directory for the Badger database and the kubeconfig")
+	flag.BoolVar(&o.inMemory, "in-memory", false, "keep objects in memory only (the kubeconfig is still written to --data-dir)")
+	flag.StringVar(&o.listen, "listen", "127.0.0.1:6443", "address to serve on")
+	flag.BoolVar(&o.insecure, "insecure-http", false, "serve plain HTTP without authentication (loopback addresses only; for local development)")
+	flag.StringVar(&o.policy, "authorization-policy", "", "RBAC policy file (YAML: roles and bindings); default: every authenticated user may do everything")
+	flag.DurationVar(&o.history, "history-window", 10*time.Minute, "how long change history (watch resumption, continue tokens) is kept")
+	flag.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	flag.StringVar(&o.storage.etcdEndpoints, "etcd-endpoints", "", "comma-separated etcd client URLs: keep objects in etcd instead of Badger (several servers over one etcd and prefix serve one API)")
+	flag.StringVar(&o.storage.etcdPrefix, "etcd-prefix", etcd.DefaultPrefix, "key prefix in etcd (one per API sharing an etcd cluster)")
+	flag.StringVar(&o.storage.etcdCA, "etcd-cafile", "", "CA certificates that sign etcd's server certificates (default: the system's)")
+	flag.StringVar(&o.storage.etcdCert, "etcd-certfile", "", "client certificate for etcd (with --etcd-keyfile)")
+	flag.StringVar(&o.storage.etcdKey, "etcd-keyfile", "", "client key for etcd")
+	flag.StringVar(&o.auditLog, "audit-log", "", "append an audit record per request to this file, as JSON lines")
+	flag.StringVar(&o.pprofListen, "pprof-listen", "", "serve Go's net/http/pprof profiles on this separate address (loopback only; off by default)")
+	flag.StringVar(&o.memLimit, "memory-limit", "auto", "Go's soft memory limit: auto (the live heap plus a quarter of it, at least 32 MiB more, at least 160 MiB in all, re-evaluated after every garbage collection), off (GOGC alone), or a fixed size such as 512MiB; a GOMEMLIMIT environment variable wins")
+	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long in-flight requests may take to finish before they are cut off (watches end at once)")
 	flag.Parse()
-	if *pprofListen == "" {
+	o.storage.dataDir, o.storage.inMemory, o.storage.history = o.dataDir, o.inMemory, o.history
+	return o
+}
+
+func run() error {
+	o := parseFlags()
+	if o.pprofListen == "" {
 		// Only --pprof-listen serves heap profiles: without it, do not pay
 		// for sampling allocations for one (a stack walk every 512 KiB
-		// allocated on average, 0.7% of a create's CPU).
+		// allocated on average).
 		runtime.MemProfileRate = 0
 	}
-
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	ml, err := parseMemoryLimit(*memLimit)
+	ml, err := parseMemoryLimit(o.memLimit)
 	if err != nil {
 		return err
 	}
@@ -86,41 +100,73 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	if err := os.MkdirAll(*dataDir, 0o755); err != nil {
+	if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
 		return fmt.Errorf("creating data directory: %w", err)
 	}
-	store, elector, err := openStorage(ctx, storageFlags{dataDir: *dataDir, inMemory: *inMemory, history: *history,
-		etcdEndpoints: *etcdEndpoints, etcdPrefix: *etcdPrefix, etcdCA: *etcdCA, etcdCert: *etcdCert, etcdKey: *etcdKey}, logger)
+	store, elector, err := openStorage(ctx, o.storage, logger)
 	if err != nil {
 		return fmt.Errorf("opening storage: %w", err)
 	}
 	defer store.Close()
 
-	if *pprofListen != "" {
-		stopPprof, err := servePprof(*pprofListen, logger)
+	if o.pprofListen != "" {
+		stopPprof, err := servePprof(o.pprofListen, logger)
 		if err != nil {
 			return err
 		}
 		defer stopPprof()
 	}
 
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return err
 	}
 	addr := ln.Addr().String()
-	host, _, _ := net.SplitHostPort(addr)
 	cfg := apiserver.Config{Storage: store, Logger: logger, Elector: elector}
+	tlsConfig, creds, err := secure(&cfg, o, addr)
+	if err != nil {
+		return err
+	}
+	if o.auditLog != "" {
+		closeAudit, err := openAudit(&cfg, o.auditLog, logger)
+		if err != nil {
+			return err
+		}
+		defer closeAudit()
+	}
+	api, err := newAPI(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer api.Close()
+
+	kubeconfig, err := filepath.Abs(filepath.Join(o.dataDir, "kubeconfig"))
+	if err != nil {
+		return err
+	}
+	if err := writeKubeconfig(kubeconfig, addr, creds); err != nil {
+		return err
+	}
+	logger.Info("listening", "addr", addr, "kubeconfig", kubeconfig)
+	return serve(ctx, stop, api, ln, tlsConfig, o.shutdownTimeout, logger)
+}
+
+// secure sets up authentication and authorization: with --insecure-http
+// anonymous access on a loopback address; otherwise TLS with the quickstart's
+// CA, the admin token and client certificates; and the RBAC policy file.
+func secure(cfg *apiserver.Config, o options, addr string) (*tls.Config, *pki, error) {
+	host, _, _ := net.SplitHostPort(addr)
 	var tlsConfig *tls.Config
 	var creds *pki
-	if *insecure {
+	if o.insecure {
 		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-			return fmt.Errorf("--insecure-http serves without authentication and is only allowed on a loopback address, not %s", host)
+			return nil, nil, fmt.Errorf("--insecure-http serves without authentication and is only allowed on a loopback address, not %s", host)
 		}
 		cfg.AllowAnonymous = true
 	} else {
-		if creds, err = loadOrCreatePKI(filepath.Join(*dataDir, "pki"), host); err != nil {
-			return fmt.Errorf("preparing TLS: %w", err)
+		var err error
+		if creds, err = loadOrCreatePKI(filepath.Join(o.dataDir, "pki"), host); err != nil {
+			return nil, nil, fmt.Errorf("preparing TLS: %w", err)
 		}
 		cfg.Authenticator = auth.Union(
 			auth.StaticTokens(map[string]auth.User{creds.adminToken: {Name: "admin", UID: "admin", Groups: []string{auth.GroupMasters}}}),
@@ -133,60 +179,69 @@ func run() error {
 			ClientCAs:    creds.pool(),
 		}
 	}
-	if *policy != "" {
-		p, err := auth.LoadPolicy(*policy)
+	if o.policy != "" {
+		p, err := auth.LoadPolicy(o.policy)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if cfg.Authorizer, err = auth.RBAC(p); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
-	if *auditLog != "" {
-		f, err := os.OpenFile(*auditLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
-			return fmt.Errorf("--audit-log: %w", err)
-		}
-		defer f.Close()
-		sink := apiserver.NewJSONLinesAuditSink(f)
-		defer func() {
-			// After the server has stopped: the last records are written.
-			if err := sink.Close(); err != nil {
-				logger.Error("writing the audit log", "err", err)
-			}
-			if n := sink.Dropped(); n > 0 {
-				logger.Warn("audit records dropped (the audit log was too slow)", "count", n)
-			}
-		}()
-		cfg.Audit = sink
+	return tlsConfig, creds, nil
+}
+
+// openAudit sends audit records to path as JSON lines; the function it
+// returns writes the last ones out, after the server has stopped.
+func openAudit(cfg *apiserver.Config, path string, logger *slog.Logger) (func(), error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("--audit-log: %w", err)
 	}
+	sink := apiserver.NewJSONLinesAuditSink(f)
+	cfg.Audit = sink
+	return func() {
+		if err := sink.Close(); err != nil {
+			logger.Error("writing the audit log", "err", err)
+		}
+		if n := sink.Dropped(); n > 0 {
+			logger.Warn("audit records dropped (the audit log was too slow)", "count", n)
+		}
+		f.Close()
+	}, nil
+}
+
+// newAPI makes the API with its metrics (served at /metrics, authorized as
+// a non-resource URL) and registers configmaps and widgets.
+func newAPI(ctx context.Context, cfg apiserver.Config) (*apiserver.Server, error) {
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg.Metrics = metrics
-	// /metrics is served by the API, authorized as a non-resource URL.
 	cfg.NonResourceHandlers = map[string]http.Handler{"/metrics": promhttp.HandlerFor(metrics, promhttp.HandlerOpts{})}
 	api, err := apiserver.New(ctx, cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer api.Close()
 	wd, err := widgets()
-	if err != nil {
-		return err
-	}
-	for _, res := range []registry.Resource{registry.ConfigMaps(), wd} {
-		if err := api.Register(res); err != nil {
-			return err
+	if err == nil {
+		for _, res := range []registry.Resource{registry.ConfigMaps(), wd} {
+			if err = api.Register(res); err != nil {
+				break
+			}
 		}
 	}
-
-	kubeconfig, err := filepath.Abs(filepath.Join(*dataDir, "kubeconfig"))
 	if err != nil {
-		return err
+		api.Close()
+		return nil, err
 	}
-	if err := writeKubeconfig(kubeconfig, addr, creds); err != nil {
-		return err
-	}
+	return api, nil
+}
+
+// serve serves api on ln until ctx ends, then shuts down gracefully: stop
+// accepting connections, end watches, let the requests in flight finish
+// within timeout, then cut off what is left. stop lets a second signal kill
+// the process at once.
+func serve(ctx context.Context, stop func(), api *apiserver.Server, ln net.Listener, tlsConfig *tls.Config, timeout time.Duration, logger *slog.Logger) error {
 	// Request contexts end only when a graceful shutdown runs out of time.
 	base, abort := context.WithCancel(context.Background())
 	defer abort()
@@ -195,7 +250,6 @@ func run() error {
 	// Shutdown ends open watches (clients watch again, elsewhere or after
 	// the restart); it waits for other requests.
 	srv.RegisterOnShutdown(api.EndWatches)
-	logger.Info("listening", "addr", addr, "kubeconfig", kubeconfig)
 	errc := make(chan error, 1)
 	if tlsConfig != nil {
 		srv.TLSConfig = tlsConfig
@@ -208,12 +262,9 @@ func run() error {
 		return err
 	case <-ctx.Done():
 	}
-	// Graceful shutdown: stop accepting connections, end watches, let the
-	// requests in flight finish within --shutdown-timeout, then cut off
-	// what is left. A second signal kills the process at once.
 	stop()
-	logger.Info("shutting down", "timeout", *shutdownTimeout)
-	shutdown, cancel := context.WithTimeout(context.Background(), *shutdownTimeout)
+	logger.Info("shutting down", "timeout", timeout)
+	shutdown, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdown); err != nil {
 		if !errors.Is(err, context.DeadlineExceeded) {
