@@ -3,7 +3,6 @@ package codec
 import (
 	"encoding/binary"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -20,7 +19,7 @@ const MaxDepth = 10000
 // ("spec.ports[1].name"), as Kubernetes' field validation does; the last
 // occurrence wins. Trailing non-space data is an error.
 func DecodeJSON(data []byte) (any, []string, error) {
-	d := decoder{data: data, path: make([]pathElem, 0, 16)}
+	d := decoder{lexer: lexer{data: data}, path: make([]pathElem, 0, 16)}
 	d.skipSpace()
 	v, err := d.value(0)
 	if err != nil {
@@ -34,8 +33,7 @@ func DecodeJSON(data []byte) (any, []string, error) {
 }
 
 type decoder struct {
-	data []byte
-	pos  int
+	lexer
 	dups []string
 	path []pathElem // of the value being decoded: pushed and popped as it goes
 }
@@ -43,21 +41,6 @@ type decoder struct {
 type pathElem struct {
 	key   string
 	index int // -1 for object keys
-}
-
-func (d *decoder) errorf(format string, args ...any) error {
-	return fmt.Errorf("json: "+format+" (at offset %d)", append(args, d.pos)...)
-}
-
-func (d *decoder) skipSpace() {
-	for d.pos < len(d.data) {
-		switch d.data[d.pos] {
-		case ' ', '\t', '\n', '\r':
-			d.pos++
-		default:
-			return
-		}
-	}
 }
 
 func (d *decoder) value(depth int) (any, error) {
@@ -81,18 +64,14 @@ func (d *decoder) value(depth int) (any, error) {
 	case c == 'n':
 		return nil, d.literal("null")
 	case c == '-' || (c >= '0' && c <= '9'):
-		return d.number()
+		text, err := d.number()
+		if err != nil {
+			return nil, err
+		}
+		return json.Number(text), nil
 	default:
 		return nil, d.errorf("invalid character %q looking for beginning of value", c)
 	}
-}
-
-func (d *decoder) literal(lit string) error {
-	if len(d.data)-d.pos < len(lit) || string(d.data[d.pos:d.pos+len(lit)]) != lit {
-		return d.errorf("invalid literal, expected %s", lit)
-	}
-	d.pos += len(lit)
-	return nil
 }
 
 func (d *decoder) object(depth int) (any, error) {
@@ -175,44 +154,6 @@ func (d *decoder) array(depth int) (any, error) {
 			return nil, d.errorf("invalid character %q after array element", d.data[d.pos])
 		}
 	}
-}
-
-func (d *decoder) number() (any, error) {
-	start := d.pos
-	if d.data[d.pos] == '-' {
-		d.pos++
-	}
-	digits := func() int {
-		n := 0
-		for d.pos < len(d.data) && d.data[d.pos] >= '0' && d.data[d.pos] <= '9' {
-			d.pos++
-			n++
-		}
-		return n
-	}
-	intStart := d.pos
-	if digits() == 0 {
-		return nil, d.errorf("invalid number")
-	}
-	if d.data[intStart] == '0' && d.pos-intStart > 1 {
-		return nil, d.errorf("invalid number: leading zero")
-	}
-	if d.pos < len(d.data) && d.data[d.pos] == '.' {
-		d.pos++
-		if digits() == 0 {
-			return nil, d.errorf("invalid number: no digits after decimal point")
-		}
-	}
-	if d.pos < len(d.data) && (d.data[d.pos] == 'e' || d.data[d.pos] == 'E') {
-		d.pos++
-		if d.pos < len(d.data) && (d.data[d.pos] == '+' || d.data[d.pos] == '-') {
-			d.pos++
-		}
-		if digits() == 0 {
-			return nil, d.errorf("invalid number: no digits in exponent")
-		}
-	}
-	return json.Number(d.data[start:d.pos]), nil
 }
 
 // mayEndString reports whether one of the eight bytes of x may be a quote,
@@ -331,18 +272,6 @@ func (d *decoder) str(key bool) (string, error) {
 			return "", d.errorf("invalid escape character %q in string", e)
 		}
 	}
-}
-
-func (d *decoder) hex4() (rune, bool) {
-	if len(d.data)-d.pos < 4 {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(string(d.data[d.pos:d.pos+4]), 16, 16)
-	if err != nil {
-		return 0, false
-	}
-	d.pos += 4
-	return rune(n), true
 }
 
 func renderPath(path []pathElem) string {

@@ -3,7 +3,6 @@ package codec
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -13,26 +12,7 @@ import (
 // transcoders (JSON to protobuf) and the raw field lookups. It validates
 // what it reads; skipped values are validated too, without recursion.
 type scanner struct {
-	data []byte
-	pos  int
-	// spaced is set when skipSpace skips something (callers reset it).
-	spaced bool
-}
-
-func (s *scanner) errorf(format string, args ...any) error {
-	return fmt.Errorf("json: "+format+" (at offset %d)", append(args, s.pos)...)
-}
-
-func (s *scanner) skipSpace() {
-	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
-		case ' ', '\t', '\n', '\r':
-			s.pos++
-			s.spaced = true
-		default:
-			return
-		}
-	}
+	lexer
 }
 
 // peek returns the next non-space byte (0 at the end).
@@ -157,14 +137,6 @@ func (s *scanner) null() (bool, error) {
 	return true, s.literal("null")
 }
 
-func (s *scanner) literal(lit string) error {
-	if len(s.data)-s.pos < len(lit) || string(s.data[s.pos:s.pos+len(lit)]) != lit {
-		return s.errorf("invalid literal, expected %s", lit)
-	}
-	s.pos += len(lit)
-	return nil
-}
-
 func (s *scanner) boolean() (bool, error) {
 	switch s.peek() {
 	case 't':
@@ -178,42 +150,10 @@ func (s *scanner) boolean() (bool, error) {
 // number returns the text of the number at the current position.
 func (s *scanner) number() ([]byte, error) {
 	s.skipSpace()
-	start := s.pos
-	if s.pos < len(s.data) && s.data[s.pos] == '-' {
-		s.pos++
-	}
-	digits := func() int {
-		n := 0
-		for s.pos < len(s.data) && s.data[s.pos] >= '0' && s.data[s.pos] <= '9' {
-			s.pos++
-			n++
-		}
-		return n
-	}
-	intStart := s.pos
-	if digits() == 0 {
-		s.pos = start
+	if c := s.peek(); c != '-' && (c < '0' || c > '9') {
 		return nil, s.errorf("expected a number")
 	}
-	if s.data[intStart] == '0' && s.pos-intStart > 1 {
-		return nil, s.errorf("invalid number: leading zero")
-	}
-	if s.pos < len(s.data) && s.data[s.pos] == '.' {
-		s.pos++
-		if digits() == 0 {
-			return nil, s.errorf("invalid number: no digits after decimal point")
-		}
-	}
-	if s.pos < len(s.data) && (s.data[s.pos] == 'e' || s.data[s.pos] == 'E') {
-		s.pos++
-		if s.pos < len(s.data) && (s.data[s.pos] == '+' || s.data[s.pos] == '-') {
-			s.pos++
-		}
-		if digits() == 0 {
-			return nil, s.errorf("invalid number: no digits in exponent")
-		}
-	}
-	return s.data[start:s.pos], nil
+	return s.lexer.number()
 }
 
 // integer reads a number that must be an integer within [min, max]. Like
@@ -327,27 +267,6 @@ func (s *scanner) appendString(dst []byte) ([]byte, error) {
 			return dst, s.errorf("invalid escape character %q in string", e)
 		}
 	}
-}
-
-func (s *scanner) hex4() (rune, bool) {
-	if len(s.data)-s.pos < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range s.data[s.pos : s.pos+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	s.pos += 4
-	return r, true
 }
 
 // skipValue skips one value and returns its text. It validates the value
@@ -517,7 +436,7 @@ func (s *scanner) end() error {
 // object (nil for a field that is absent), without decoding the object.
 func TopLevelFields(data []byte, keys ...string) ([][]byte, error) {
 	out := make([][]byte, len(keys))
-	s := scanner{data: data}
+	s := scanner{lexer{data: data}}
 	empty, err := s.openObject()
 	if err != nil {
 		return nil, err
@@ -546,7 +465,7 @@ func TopLevelFields(data []byte, keys ...string) ([][]byte, error) {
 // TopLevelField returns the raw JSON of one top-level field of a JSON
 // object (nil when absent), without decoding the object.
 func TopLevelField(data []byte, key string) ([]byte, error) {
-	s := scanner{data: data}
+	s := scanner{lexer{data: data}}
 	empty, err := s.openObject()
 	if err != nil {
 		return nil, err
@@ -575,7 +494,7 @@ func TopLevelField(data []byte, key string) ([]byte, error) {
 // far as it must (they usually come first). Absent or non-string values are
 // "".
 func TypeMeta(data []byte) (kind, apiVersion string, err error) {
-	s := scanner{data: data}
+	s := scanner{lexer{data: data}}
 	empty, err := s.openObject()
 	if err != nil {
 		return "", "", err
@@ -647,7 +566,7 @@ func appendCompact(dst, raw []byte) []byte {
 // nested fields at the given paths (e.g. {"metadata", "managedFields"}),
 // which are skipped without being decoded. Duplicate keys are not reported.
 func DecodeObjectWithout(data []byte, paths ...[]string) (map[string]any, error) {
-	s := scanner{data: data}
+	s := scanner{lexer{data: data}}
 	out, err := s.objectWithout(paths, 0)
 	if err != nil {
 		return nil, err
@@ -693,7 +612,7 @@ func (s *scanner) objectWithout(paths [][]string, depth int) (map[string]any, er
 			out[string(key)] = v
 		default:
 			// Decode in place with DecodeJSON's decoder.
-			d := decoder{data: s.data, pos: s.pos}
+			d := decoder{lexer: lexer{data: s.data, pos: s.pos}}
 			v, err := d.value(depth + 1)
 			if err != nil {
 				return nil, err

@@ -183,7 +183,7 @@ type Transcoder struct {
 // AppendProtobuf transcodes the JSON object data to m's protobuf encoding,
 // appended to dst.
 func (t *Transcoder) AppendProtobuf(dst []byte, m *Message, data []byte) ([]byte, error) {
-	t.e.s = scanner{data: data}
+	t.e.s = scanner{lexer{data: data}}
 	dst, err := t.e.message(dst, m)
 	if err == nil {
 		err = t.e.s.end()

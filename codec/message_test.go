@@ -342,7 +342,7 @@ func FuzzSkipValue(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s := scanner{data: data}
+		s := scanner{lexer{data: data}}
 		_, err := s.skipValue()
 		if err == nil {
 			err = s.end()

@@ -70,7 +70,7 @@ func appendStored(out []byte, obj Object) ([]byte, error) {
 		if v, ok := obj[k]; ok {
 			var err error
 			typeMeta = append(codec.AppendJSONString(typeMeta, k), ':')
-			if typeMeta, err = appendJSON(typeMeta, v); err != nil {
+			if typeMeta, err = codec.AppendJSON(typeMeta, v); err != nil {
 				return nil, fmt.Errorf("registry: encoding field %s: %w", k, err)
 			}
 			typeMeta = append(typeMeta, ',')
@@ -80,7 +80,7 @@ func appendStored(out []byte, obj Object) ([]byte, error) {
 	out = binary.AppendUvarint(out, uint64(len(typeMeta)))
 	out = append(out, typeMeta...)
 	out = append(out, metaKey...)
-	out, n, err := appendFields(out, md, func(k string) bool { return k == "resourceVersion" })
+	out, n, err := codec.AppendJSONFields(out, md, func(k string) bool { return k == "resourceVersion" })
 	if err != nil {
 		return nil, fmt.Errorf("registry: encoding field metadata: %w", err)
 	}
@@ -88,7 +88,7 @@ func appendStored(out []byte, obj Object) ([]byte, error) {
 		return nil, errors.New("registry: object metadata is empty")
 	}
 	out = append(out, '}')
-	out, n, err = appendFields(append(out, ','), obj, func(k string) bool { return k == "apiVersion" || k == "kind" || k == "metadata" })
+	out, n, err = codec.AppendJSONFields(append(out, ','), obj, func(k string) bool { return k == "apiVersion" || k == "kind" || k == "metadata" })
 	if err != nil {
 		return nil, fmt.Errorf("registry: encoding %w", err)
 	}

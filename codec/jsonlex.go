@@ -1,0 +1,120 @@
+package codec
+
+import "fmt"
+
+// lexer is a position in JSON text and the tokens that the decoder
+// (DecodeJSON) and the scanner read alike: whitespace, literals, numbers
+// and \u escapes, with one error format.
+type lexer struct {
+	data []byte
+	pos  int
+	// spaced is set when skipSpace skips something (the scanner's callers
+	// reset it).
+	spaced bool
+}
+
+func (l *lexer) errorf(format string, args ...any) error {
+	return fmt.Errorf("json: "+format+" (at offset %d)", append(args, l.pos)...)
+}
+
+func (l *lexer) skipSpace() {
+	start := l.pos
+	for l.pos < len(l.data) {
+		switch l.data[l.pos] {
+		case ' ', '\t', '\n', '\r':
+			l.pos++
+			continue
+		}
+		break
+	}
+	if l.pos != start {
+		l.spaced = true
+	}
+}
+
+func (l *lexer) literal(lit string) error {
+	if len(l.data)-l.pos < len(lit) || string(l.data[l.pos:l.pos+len(lit)]) != lit {
+		return l.errorf("invalid literal, expected %s", lit)
+	}
+	l.pos += len(lit)
+	return nil
+}
+
+// hex4 reads the four hex digits of a \u escape.
+func (l *lexer) hex4() (rune, bool) {
+	if len(l.data)-l.pos < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range l.data[l.pos : l.pos+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	l.pos += 4
+	return r, true
+}
+
+// number consumes the number at the position and returns its text.
+func (l *lexer) number() ([]byte, error) {
+	end, problem := numberEnd(l.data, l.pos)
+	if problem != "" {
+		l.pos = end
+		return nil, l.errorf("%s", problem)
+	}
+	text := l.data[l.pos:end]
+	l.pos = end
+	return text, nil
+}
+
+// numberEnd returns where the JSON number that starts at data[i] ends, or
+// where it stops being one and why: the one number grammar of the decoder,
+// the scanner and the encoder's check of json.Number values.
+func numberEnd[T string | []byte](data T, i int) (end int, problem string) {
+	digits := func() int {
+		start := i
+		for i < len(data) && data[i] >= '0' && data[i] <= '9' {
+			i++
+		}
+		return i - start
+	}
+	if i < len(data) && data[i] == '-' {
+		i++
+	}
+	intStart := i
+	if digits() == 0 {
+		return i, "invalid number"
+	}
+	if data[intStart] == '0' && i-intStart > 1 {
+		return i, "invalid number: leading zero"
+	}
+	if i < len(data) && data[i] == '.' {
+		i++
+		if digits() == 0 {
+			return i, "invalid number: no digits after decimal point"
+		}
+	}
+	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
+		i++
+		if i < len(data) && (data[i] == '+' || data[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return i, "invalid number: no digits in exponent"
+		}
+	}
+	return i, ""
+}
+
+// IsJSONNumber reports whether s is exactly one JSON number literal.
+func IsJSONNumber(s string) bool {
+	end, problem := numberEnd(s, 0)
+	return problem == "" && end == len(s)
+}
