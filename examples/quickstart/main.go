@@ -68,7 +68,7 @@ func run() error {
 	if *pprofListen == "" {
 		// Only --pprof-listen serves heap profiles: without it, do not pay
 		// for sampling allocations for one (a stack walk every 512 KiB
-		// allocated on average, 0.7% of a create's CPU).
+		// allocated on average).
 		runtime.MemProfileRate = 0
 	}
 
