@@ -11,7 +11,7 @@ import (
 // (Config.RequestTimeout). It behaves as context.WithDeadline(parent,
 // deadline), but sets up nothing until something asks for its Done channel:
 // most requests never wait on their context, and a timer, a registration
-// with the parent and a channel per request were 2% of a create's CPU.
+// with the parent and a channel would otherwise be paid by every one.
 //
 // Done makes the real context.WithDeadline child, and from then on the child
 // answers Err and Value. Until then Err is the parent's error, or, once the
