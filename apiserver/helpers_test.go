@@ -243,3 +243,30 @@ func (ws *watchStream) next(t testing.TB) map[string]any {
 	}
 	return nil
 }
+
+// Discovery documents as clients decode them (package discovery builds
+// them): an APIResourceList entry, and an aggregated discovery group with its
+// resources' subresources.
+type (
+	apiResource struct {
+		Name, SingularName, Group, Version, Kind string
+		Namespaced                               bool
+		Verbs, ShortNames, Categories            []string
+		StorageVersionHash                       string
+	}
+	discoveryGroup struct {
+		Metadata struct{ Name string }
+		Versions []struct {
+			Version   string
+			Resources []struct {
+				Resource     string
+				Subresources []discoverySubresource
+			}
+		}
+	}
+	discoverySubresource struct {
+		Subresource  string
+		ResponseKind struct{ Group, Version, Kind string }
+		Verbs        []string
+	}
+)

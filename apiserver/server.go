@@ -17,8 +17,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,6 +28,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kapi-dev/kapi/apiserver/auth"
+	"github.com/kapi-dev/kapi/apiserver/discovery"
+	"github.com/kapi-dev/kapi/apiserver/openapi"
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/codec"
 	"github.com/kapi-dev/kapi/meta"
@@ -167,6 +169,15 @@ type VersionInfo struct {
 	Platform     string `json:"platform"`
 }
 
+// defaultVersion is the /version of a Config that sets none.
+func defaultVersion() VersionInfo {
+	return VersionInfo{
+		Major: "1", Minor: "36", GitVersion: "v1.36.0-kapi", GitTreeState: "clean",
+		BuildDate: "1970-01-01T00:00:00Z", GoVersion: runtime.Version(), Compiler: runtime.Compiler,
+		Platform: runtime.GOOS + "/" + runtime.GOARCH,
+	}
+}
+
 // Server is the API handler. It is safe for concurrent use.
 type Server struct {
 	cfg    Config
@@ -178,8 +189,10 @@ type Server struct {
 	// routes).
 	resources http.Handler
 
-	docsMu sync.Mutex
-	docs   *documents // discovery and OpenAPI documents, rebuilt on change
+	// The discovery and OpenAPI documents of the served types, built on
+	// first use after each change (documents.go).
+	discoveryDocs docCache[*discovery.Documents]
+	openAPIDocs   docCache[*openapi.Documents]
 
 	authorizer auth.Authorizer
 	flow       *flowControl

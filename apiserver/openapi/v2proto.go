@@ -1,23 +1,18 @@
-package apiserver
+package openapi
 
 import (
 	"bytes"
-	"crypto/sha512"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
-	"net/http"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/kapi-dev/kapi/codec"
-	"github.com/kapi-dev/kapi/meta"
 )
 
 // /openapi/v2 in protobuf: the Swagger 2.0 document as the gnostic
@@ -47,73 +42,9 @@ import (
 // through a full YAML node tree (slower than this encoder), and it refuses
 // the whole document over one v3-only keyword.
 
-// Media types of the protobuf document: client-go asks for the first, kube
-// answers with the second (and accepts both).
-const (
-	openAPIV2ProtobufSubtypeOld = "com.github.proto-openapi.spec.v2@v1.0+protobuf"
-	openAPIV2ProtobufSubtype    = "com.github.proto-openapi.spec.v2.v1.0+protobuf"
-	mediaOpenAPIV2Protobuf      = "application/" + openAPIV2ProtobufSubtype
-)
-
-// openAPIV2Forms caches, per generation of the documents, the ETag of the
-// v2 document and its protobuf encoding, both computed on first use.
-type openAPIV2Forms struct {
-	etagOnce  sync.Once
-	etag      string
-	protoOnce sync.Once
-	proto     []byte
-	protoErr  error
-}
-
-// openAPIV2ETag is the quoted, upper-case hex SHA-512 of the JSON document,
-// as kube-apiserver's; the protobuf form has the same ETag (Vary: Accept).
-func (d *documents) openAPIV2ETag() string {
-	f := &d.openAPIV2Forms
-	f.etagOnce.Do(func() {
-		sum := sha512.Sum512(d.openAPIV2)
-		f.etag = `"` + strings.ToUpper(hex.EncodeToString(sum[:])) + `"`
-	})
-	return f.etag
-}
-
-// openAPIV2Protobuf returns the protobuf form of the v2 document.
-func (d *documents) openAPIV2Protobuf() ([]byte, error) {
-	f := &d.openAPIV2Forms
-	f.protoOnce.Do(func() { f.proto, f.protoErr = encodeOpenAPIV2Protobuf(d.openAPIV2) })
-	return f.proto, f.protoErr
-}
-
-// wantsOpenAPIV2Protobuf reports whether the Accept header prefers the
-// protobuf document to JSON and YAML. A wildcard means JSON, as with
-// kube-apiserver.
-func wantsOpenAPIV2Protobuf(accept string) bool {
-	for _, a := range codec.ParseAccept(accept) {
-		if a.Type == "application" && (a.Subtype == openAPIV2ProtobufSubtypeOld || a.Subtype == openAPIV2ProtobufSubtype) {
-			return true
-		}
-		if _, ok := codec.Choose(a.String(), func(c codec.Choice) bool { return c.As == "" && c.Format != codec.FormatProtobuf }); ok {
-			return false
-		}
-	}
-	return false
-}
-
-// ifNoneMatch reports whether the request's If-None-Match names etag (or *).
-func ifNoneMatch(r *http.Request, etag string) bool {
-	for _, v := range r.Header.Values("If-None-Match") {
-		for _, t := range strings.Split(v, ",") {
-			t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
-			if t == etag || t == "*" {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// encodeOpenAPIV2Protobuf encodes a Swagger 2.0 JSON document as an
+// encodeV2Protobuf encodes a Swagger 2.0 JSON document as an
 // openapi_v2.Document message.
-func encodeOpenAPIV2Protobuf(doc []byte) ([]byte, error) {
+func encodeV2Protobuf(doc []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
 	var v any
@@ -565,40 +496,4 @@ func clearYAMLStyle(n *yaml.Node) {
 	for _, c := range n.Content {
 		clearYAMLStyle(c)
 	}
-}
-
-// serveOpenAPIV2 serves the Swagger 2.0 document as JSON (the default),
-// YAML, or the gnostic protobuf message, with kube-apiserver's ETag.
-func (s *Server) serveOpenAPIV2(w http.ResponseWriter, r *http.Request) {
-	d := s.documents()
-	h := w.Header()
-	h.Add("Vary", "Accept")
-	accept := r.Header.Get("Accept")
-	if wantsOpenAPIV2Protobuf(accept) {
-		pb, err := d.openAPIV2Protobuf()
-		if err != nil {
-			s.writeError(w, r, meta.NewInternalError(err))
-			return
-		}
-		etag := d.openAPIV2ETag()
-		h.Set("Etag", etag)
-		if ifNoneMatch(r, etag) {
-			w.WriteHeader(http.StatusNotModified)
-			return
-		}
-		h.Set("Content-Type", mediaOpenAPIV2Protobuf)
-		h.Set("X-Content-Type-Options", "nosniff")
-		writeChunks(w, r, http.StatusOK, [][]byte{pb})
-		return
-	}
-	if c, ok := codec.Choose(accept, func(c codec.Choice) bool { return c.As == "" && c.Format != codec.FormatProtobuf }); ok &&
-		c.Format == codec.FormatJSON && !wantPretty(r, c) {
-		etag := d.openAPIV2ETag()
-		h.Set("Etag", etag)
-		if ifNoneMatch(r, etag) {
-			w.WriteHeader(http.StatusNotModified)
-			return
-		}
-	}
-	s.writeRaw(w, r, http.StatusOK, d.openAPIV2)
 }
