@@ -32,6 +32,7 @@ import (
 	"github.com/kapi-dev/kapi/apiserver/openapi"
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/codec"
+	"github.com/kapi-dev/kapi/controllers"
 	"github.com/kapi-dev/kapi/meta"
 	"github.com/kapi-dev/kapi/storage"
 	"github.com/kapi-dev/kapi/watch"
@@ -56,7 +57,8 @@ type Config struct {
 	// DefaultNamespaces are created at start when missing. Default: "default".
 	DefaultNamespaces []string
 	// DisableControllers turns off the in-process controllers (namespace
-	// cleanup and garbage collection), e.g. where another instance runs them.
+	// cleanup and garbage collection, package controllers), e.g. where
+	// another instance runs them.
 	DisableControllers bool
 	// ControllerResync is how often the controllers re-examine everything
 	// even without changes. Default 30s.
@@ -206,6 +208,7 @@ type Server struct {
 	protobufListBuffer int
 	metrics            *metrics
 
+	controllers     *controllers.Controllers
 	stopControllers context.CancelFunc
 	controllersDone chan struct{}
 
@@ -225,33 +228,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Storage == nil {
 		return nil, errors.New("apiserver: Config.Storage is required")
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.MaxRequestBodyBytes <= 0 {
-		cfg.MaxRequestBodyBytes = 3 << 20
-	}
-	if cfg.Version.GitVersion == "" {
-		cfg.Version = defaultVersion()
-	}
-	if cfg.MaxRequestsInFlight <= 0 {
-		cfg.MaxRequestsInFlight = 400
-	}
-	if cfg.MaxMutatingRequestsInFlight <= 0 {
-		cfg.MaxMutatingRequestsInFlight = 200
-	}
-	if cfg.RequestTimeout <= 0 {
-		cfg.RequestTimeout = time.Minute
-	}
-	if cfg.ReadHeaderTimeout <= 0 {
-		cfg.ReadHeaderTimeout = 32 * time.Second
-	}
-	if cfg.IdleTimeout <= 0 {
-		cfg.IdleTimeout = 90 * time.Second
-	}
-	if cfg.MaxHeaderBytes <= 0 {
-		cfg.MaxHeaderBytes = 1 << 20
-	}
+	cfg.setDefaults()
 	for p := range cfg.NonResourceHandlers {
 		if err := checkNonResourcePath(p); err != nil {
 			return nil, err
@@ -260,9 +237,6 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	flow, err := newFlowControl(cfg)
 	if err != nil {
 		return nil, err
-	}
-	if cfg.DefaultNamespaces == nil {
-		cfg.DefaultNamespaces = []string{"default"}
 	}
 	var m *metrics
 	if cfg.Metrics != nil {
@@ -276,11 +250,18 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.Storage = instrumentedStore{Store: cfg.Storage, m: m}
 	}
 	cfg = withTracing(cfg) // storage and admission spans; no-op without a TracerProvider
-	reg, err := registry.New(registry.Config{Storage: cfg.Storage, KeyPrefix: cfg.KeyPrefix, Logger: cfg.Logger, ControllerResync: cfg.ControllerResync, Admission: cfg.Admission, Watch: cfg.Watch, Metrics: cfg.Metrics, FutureRevisionWait: cfg.FutureRevisionWait})
+	reg, err := registry.New(registry.Config{Storage: cfg.Storage, KeyPrefix: cfg.KeyPrefix, Logger: cfg.Logger, Admission: cfg.Admission, Watch: cfg.Watch, FutureRevisionWait: cfg.FutureRevisionWait})
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, reg: reg, authorizer: cfg.Authorizer, metrics: m, flow: flow}
+	// The controllers are made, and their metrics registered, whether or not
+	// they run here (DisableControllers, Elector): /metrics shows the same
+	// families either way.
+	ctrl, err := controllers.New(reg, controllers.Config{Logger: cfg.Logger, Resync: cfg.ControllerResync, Metrics: cfg.Metrics})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, reg: reg, controllers: ctrl, authorizer: cfg.Authorizer, metrics: m, flow: flow}
 	s.watchesCtx, s.endWatches = context.WithCancel(context.Background())
 	s.protobufListBuffer = 4 << 20
 	s.writeTimeout.Store(int64(watchWriteTimeout))
@@ -317,22 +298,63 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.router, s.resources = s.routes()
 	if !cfg.DisableControllers {
-		cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		s.stopControllers = cancel
-		s.controllersDone = make(chan struct{})
-		go func() {
-			defer close(s.controllersDone)
-			if s.metrics == nil {
-				s.runControllers(cctx)
-				return
-			}
-			done := make(chan struct{})
-			go func() { defer close(done); s.countObjects(cctx) }()
-			s.runControllers(cctx)
-			<-done
-		}()
+		s.startControllers(ctx)
 	}
 	return s, nil
+}
+
+// setDefaults fills in the documented defaults of unset fields.
+func (cfg *Config) setDefaults() {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxRequestBodyBytes <= 0 {
+		cfg.MaxRequestBodyBytes = 3 << 20
+	}
+	if cfg.Version.GitVersion == "" {
+		cfg.Version = defaultVersion()
+	}
+	if cfg.MaxRequestsInFlight <= 0 {
+		cfg.MaxRequestsInFlight = 400
+	}
+	if cfg.MaxMutatingRequestsInFlight <= 0 {
+		cfg.MaxMutatingRequestsInFlight = 200
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = time.Minute
+	}
+	if cfg.ReadHeaderTimeout <= 0 {
+		cfg.ReadHeaderTimeout = 32 * time.Second
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 90 * time.Second
+	}
+	if cfg.MaxHeaderBytes <= 0 {
+		cfg.MaxHeaderBytes = 1 << 20
+	}
+	if cfg.DefaultNamespaces == nil {
+		cfg.DefaultNamespaces = []string{"default"}
+	}
+}
+
+// startControllers runs the controllers (and, with metrics, the object
+// counts) in the background until Close; ctx's values are kept, its end is
+// not.
+func (s *Server) startControllers(ctx context.Context) {
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.stopControllers = cancel
+	s.controllersDone = make(chan struct{})
+	go func() {
+		defer close(s.controllersDone)
+		if s.metrics == nil {
+			s.runControllers(cctx)
+			return
+		}
+		done := make(chan struct{})
+		go func() { defer close(done); s.countObjects(cctx) }()
+		s.runControllers(cctx)
+		<-done
+	}()
 }
 
 // Elector runs work only while this instance leads the instances that
@@ -344,14 +366,14 @@ type Elector interface {
 	Run(ctx context.Context, lead func(ctx context.Context))
 }
 
-// runControllers runs the registry's controllers until ctx ends, while
-// leading when there is an Elector.
+// runControllers runs the controllers until ctx ends, while leading when
+// there is an Elector.
 func (s *Server) runControllers(ctx context.Context) {
 	if s.cfg.Elector == nil {
-		s.reg.RunControllers(ctx)
+		s.controllers.Run(ctx)
 		return
 	}
-	s.cfg.Elector.Run(ctx, s.reg.RunControllers)
+	s.cfg.Elector.Run(ctx, s.controllers.Run)
 }
 
 // Close stops the server's background controllers (namespace cleanup and

@@ -172,3 +172,78 @@ func decodeStored(v []byte, rv int64) (Object, error) {
 	}
 	return decodeObject(so.appendJSON(nil, rv, true))
 }
+
+// StoredJSON returns the JSON of a stored object value, as a storage list or
+// watch under Registry.KeyPrefix returns it, without
+// metadata.resourceVersion (the value's revision is its resourceVersion).
+// It shares value's memory: do not modify it. A value that is not a stored
+// object (the registry's own records under KeyPrefix) is an error.
+func StoredJSON(value []byte) ([]byte, error) {
+	so, err := parseStored(value)
+	if err != nil {
+		return nil, err
+	}
+	return so.json, nil
+}
+
+// StoredMetadataMayHave reports whether the metadata of a stored object
+// value may have one of keys (as "ownerReferences") among its own members:
+// false means certainly none, true means decode and see. It reads only the
+// keys of the metadata object (stored objects begin with it), in one pass
+// that stops at its end, and decodes nothing, so that a controller
+// following all of storage passes over the objects it has no business with
+// for the cost of a byte scan. A value it cannot read that way answers true.
+func StoredMetadataMayHave(value []byte, keys ...string) bool {
+	so, err := parseStored(value)
+	if err != nil {
+		return true
+	}
+	found, ok := metadataHasKey(so.json[so.metaOff+len(metaKey)-1:], keys...)
+	return found || !ok
+}
+
+// metadataHasKey reports whether the JSON object that obj begins with has
+// one of keys among its own (not nested) members. Keys are compared as they
+// are written (encodeStored never escapes a letter). ok is false when obj is
+// not a well-formed object up to its closing brace.
+func metadataHasKey(obj []byte, keys ...string) (found, ok bool) {
+	if len(obj) == 0 || obj[0] != '{' {
+		return false, false
+	}
+	depth := 0
+	expectKey := false
+	for i := 0; i < len(obj); i++ {
+		switch c := obj[i]; c {
+		case '"':
+			start := i + 1
+			for i++; i < len(obj) && obj[i] != '"'; i++ {
+				if obj[i] == '\\' {
+					i++
+				}
+			}
+			if i >= len(obj) {
+				return false, false
+			}
+			if depth == 1 && expectKey {
+				k := obj[start:i]
+				for _, want := range keys {
+					if string(k) == want {
+						return true, true
+					}
+				}
+				expectKey = false
+			}
+		case '{', '[':
+			depth++
+			expectKey = c == '{' && depth == 1
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return false, true
+			}
+		case ',':
+			expectKey = depth == 1
+		}
+	}
+	return false, false
+}

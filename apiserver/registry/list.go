@@ -67,7 +67,7 @@ func (s *Store) List(ctx context.Context, ns string, opts ListOptions) (*ListRes
 	if err := s.notVirtual(); err != nil {
 		return nil, err
 	}
-	return s.listWithTypeMeta(ctx, ns, opts, !s.res.Options.OmitItemTypeMeta)
+	return s.list(ctx, ns, opts, !s.res.Options.OmitItemTypeMeta)
 }
 
 // streamPageSize is the storage page size of a streamed list: only one page
@@ -418,10 +418,6 @@ func (s *Store) storagePass(ctx context.Context, prefix []byte, rev *int64, opts
 			start = page.NextKey
 		}
 	}
-}
-
-func (s *Store) listWithTypeMeta(ctx context.Context, ns string, opts ListOptions, typeMeta bool) (*ListResult, error) {
-	return s.list(ctx, ns, opts, typeMeta)
 }
 
 // list reads a list (one page of it when opts.Limit is set).

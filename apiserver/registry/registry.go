@@ -13,8 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/kapi-dev/kapi/meta"
 	"github.com/kapi-dev/kapi/storage"
 	"github.com/kapi-dev/kapi/watch"
@@ -36,13 +34,6 @@ type Config struct {
 	// FutureRevisionWait is how long a read at a resourceVersion newer than
 	// the store's waits before a 504. Default 3s, as kube-apiserver.
 	FutureRevisionWait time.Duration
-	// ControllerResync is how often the in-process controllers (namespace
-	// cleanup, garbage collection) look at everything again even without a
-	// change. Default 30s.
-	ControllerResync time.Duration
-	// ControllerRetry is how soon a controller looks again at work that is
-	// waiting for finalizers. Default 1s.
-	ControllerRetry time.Duration
 	// Admission hooks run for every type, before the type's own.
 	Admission []AdmissionHook
 	// MaxObjectSize limits the encoded size of one object (413 beyond).
@@ -51,22 +42,12 @@ type Config struct {
 	// Watch tunes the watch caches (one per type, started by the first
 	// watch or resourceVersion=0 read). The zero value is the default.
 	Watch watch.Settings
-	// Metrics, when set, is where the controllers register their Prometheus
-	// metrics (kapi_garbage_collector_actions_total,
-	// kapi_garbage_collector_graph_objects,
-	// kapi_garbage_collector_syncs_total,
-	// kapi_namespace_controller_namespaces_finalized_total).
-	Metrics prometheus.Registerer
 }
 
 // Registry is the live set of resource types an API serves. It is safe for
 // concurrent use; types may be added, replaced and removed at any time.
 type Registry struct {
-	cfg     Config
-	metrics *controllerMetrics // nil without Config.Metrics
-	// typesChanged is signalled (without blocking) after every Register and
-	// Unregister; the garbage collector rebuilds its graph then.
-	typesChanged chan struct{}
+	cfg Config
 	// continueKey signs continue tokens; it lives in storage so that every
 	// instance over one store shares it.
 	continueKey []byte
@@ -103,29 +84,10 @@ func New(cfg Config) (*Registry, error) {
 	if cfg.FutureRevisionWait <= 0 {
 		cfg.FutureRevisionWait = 3 * time.Second
 	}
-	if cfg.ControllerResync <= 0 {
-		cfg.ControllerResync = 30 * time.Second
-	}
-	if cfg.ControllerRetry <= 0 {
-		cfg.ControllerRetry = time.Second
-	}
 	if cfg.MaxObjectSize <= 0 {
 		cfg.MaxObjectSize = 3 << 19
 	}
-	var m *controllerMetrics
-	if cfg.Metrics != nil {
-		var err error
-		if m, err = newControllerMetrics(cfg.Metrics); err != nil {
-			return nil, fmt.Errorf("registry: registering metrics: %w", err)
-		}
-	}
-	r := &Registry{cfg: cfg, metrics: m, stores: map[meta.GroupVersionResource]*Store{}, typesChanged: make(chan struct{}, 1)}
-	r.listeners = append(r.listeners, func() {
-		select {
-		case r.typesChanged <- struct{}{}:
-		default:
-		}
-	})
+	r := &Registry{cfg: cfg, stores: map[meta.GroupVersionResource]*Store{}}
 	if err := r.loadContinueKey(); err != nil {
 		return nil, err
 	}
@@ -230,7 +192,9 @@ func (r *Registry) Unregister(gvr meta.GroupVersionResource) error {
 // this process.
 const typesPrefix = "_kapi/types/"
 
-type typeRecord struct {
+// TypeRecord is the record of one stored type the registry has served (see
+// RecordedTypes).
+type TypeRecord struct {
 	Group      string `json:"group"`
 	Resource   string `json:"resource"`
 	Kind       string `json:"kind"`
@@ -245,7 +209,7 @@ func (r *Registry) recordType(res *Resource) error {
 		group = "core"
 	}
 	key := []byte(r.cfg.KeyPrefix + typesPrefix + group + "/" + res.Resource)
-	val, _ := json.Marshal(typeRecord{Group: res.Group, Resource: res.Resource, Kind: res.Kind, Namespaced: res.Namespaced})
+	val, _ := json.Marshal(TypeRecord{Group: res.Group, Resource: res.Resource, Kind: res.Kind, Namespaced: res.Namespaced})
 	for {
 		kv, err := r.cfg.Storage.Get(ctx, key, 0)
 		switch {
@@ -264,15 +228,19 @@ func (r *Registry) recordType(res *Resource) error {
 	}
 }
 
-// recordedTypes returns every type ever registered on this storage.
-func (r *Registry) recordedTypes(ctx context.Context) ([]typeRecord, error) {
+// RecordedTypes returns every stored (not virtual) type ever registered on
+// the registry's storage, by this process or by another one sharing the
+// storage, registered now or not: what a controller that must find every
+// object in a namespace looks through (ResourcePrefix gives where the
+// objects of a type that is not registered here live).
+func (r *Registry) RecordedTypes(ctx context.Context) ([]TypeRecord, error) {
 	page, err := r.cfg.Storage.List(ctx, storage.ListOptions{Prefix: []byte(r.cfg.KeyPrefix + typesPrefix)})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]typeRecord, 0, len(page.Items))
+	out := make([]TypeRecord, 0, len(page.Items))
 	for _, kv := range page.Items {
-		var tr typeRecord
+		var tr TypeRecord
 		if err := json.Unmarshal(kv.Value, &tr); err != nil {
 			return nil, fmt.Errorf("registry: corrupt type record %q: %w", kv.Key, err)
 		}
@@ -281,17 +249,8 @@ func (r *Registry) recordedTypes(ctx context.Context) ([]typeRecord, error) {
 	return out, nil
 }
 
-// RunControllers runs the in-process controllers (namespace cleanup and
-// garbage collection) until ctx ends.
-func (r *Registry) RunControllers(ctx context.Context) {
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); r.runNamespaceController(ctx) }()
-	go func() { defer wg.Done(); r.runGarbageCollector(ctx) }()
-	wg.Wait()
-}
-
-// OnChange registers fn to be called after every Register or Unregister.
+// OnChange registers fn to be called after every Register or Unregister. fn
+// must not block: it runs in the goroutine that changed the set of types.
 func (r *Registry) OnChange(fn func()) {
 	r.mu.Lock()
 	r.listeners = append(r.listeners, fn)
@@ -311,6 +270,85 @@ func (r *Registry) Store(gvr meta.GroupVersionResource) (*Store, bool) {
 	st, ok := r.stores[gvr]
 	r.mu.RUnlock()
 	return st, ok
+}
+
+// StoreForGroupResource returns the store of a stored (not virtual) type by
+// group and resource, in any of its registered versions: all versions share
+// the objects.
+func (r *Registry) StoreForGroupResource(gr meta.GroupResource) (*Store, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for gvr, st := range r.stores {
+		if gvr.Group == gr.Group && gvr.Resource == gr.Resource && st.res.Virtual == nil {
+			return st, true
+		}
+	}
+	return nil, false
+}
+
+// StoreForKind returns the store of the stored (not virtual) type of kind
+// in apiVersion ("group/version", or "version" for the core group), or in
+// another version of the group when that version is not served: what an
+// owner reference names.
+func (r *Registry) StoreForKind(apiVersion, kind string) (*Store, bool) {
+	gv, ok := meta.ParseGroupVersion(apiVersion)
+	if !ok {
+		return nil, false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var fallback *Store
+	for gvr, st := range r.stores {
+		if gvr.Group != gv.Group || st.res.Kind != kind || st.res.Virtual != nil {
+			continue
+		}
+		if gvr.Version == gv.Version {
+			return st, true
+		}
+		fallback = st
+	}
+	return fallback, fallback != nil
+}
+
+// StoreForKey returns the store of the stored (not virtual) type whose
+// objects live under the storage key key, as a storage list or watch under
+// KeyPrefix returns it. Keys of types not registered, and the registry's
+// own records, have none.
+func (r *Registry) StoreForKey(key []byte) (*Store, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, st := range r.stores {
+		if st.res.Virtual == nil && bytes.HasPrefix(key, st.prefix) {
+			return st, true
+		}
+	}
+	return nil, false
+}
+
+// KeyPrefix returns the prefix of every storage key the registry writes
+// (Config.KeyPrefix): a controller that lists or watches Storage directly
+// reads everything under it. Object values there are read with StoredJSON
+// and StoredMetadataMayHave; keys that are not objects have no
+// StoreForKey.
+func (r *Registry) KeyPrefix() string { return r.cfg.KeyPrefix }
+
+// ResourcePrefix returns the storage key prefix of the objects of
+// group/resource, or of those in namespace when namespace is not empty,
+// whether or not the type is registered. It ends in '/'.
+func (r *Registry) ResourcePrefix(group, resource, namespace string) []byte {
+	p := r.cfg.KeyPrefix + groupDir(group) + "/" + resource + "/"
+	if namespace != "" {
+		p += namespace + "/"
+	}
+	return []byte(p)
+}
+
+// groupDir is the storage directory of group: "core" for the core group.
+func groupDir(group string) string {
+	if group == "" {
+		return "core"
+	}
+	return group
 }
 
 // Resources returns every registered resource, ordered by group, version and

@@ -46,7 +46,7 @@ func newStore(reg *Registry, res *Resource) *Store {
 	return &Store{
 		reg:    reg,
 		res:    res,
-		prefix: []byte(reg.cfg.KeyPrefix + groupDir(res.Group) + "/" + res.Resource + "/"),
+		prefix: reg.ResourcePrefix(res.Group, res.Resource, ""),
 		fields: patch.NewFieldManager(res.Schema, res.GroupVersionKind(), res.Subresources.Status),
 	}
 }

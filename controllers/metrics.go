@@ -1,4 +1,4 @@
-package registry
+package controllers
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,17 +13,17 @@ const (
 	gcActionForeground   = "foreground"    // an owner's dependents went and its foregroundDeletion finalizer was removed
 )
 
-// controllerMetrics are the in-process controllers' Prometheus metrics. A
-// nil *controllerMetrics records nothing.
-type controllerMetrics struct {
+// metrics are the controllers' Prometheus metrics. A nil *metrics records
+// nothing.
+type metrics struct {
 	gcActions          *prometheus.CounterVec
 	gcGraphObjects     prometheus.Gauge
 	gcSyncs            prometheus.Counter
 	namespaceFinalized prometheus.Counter
 }
 
-func newControllerMetrics(reg prometheus.Registerer) (*controllerMetrics, error) {
-	m := &controllerMetrics{
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
 		gcActions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kapi_garbage_collector_actions_total",
 			Help: "Writes made by the garbage collector, by action (delete, drop_dangling, orphan, foreground).",
@@ -53,25 +53,25 @@ func newControllerMetrics(reg prometheus.Registerer) (*controllerMetrics, error)
 	return m, nil
 }
 
-func (m *controllerMetrics) gcAction(action string) {
+func (m *metrics) gcAction(action string) {
 	if m != nil {
 		m.gcActions.WithLabelValues(action).Inc()
 	}
 }
 
-func (m *controllerMetrics) gcSynced() {
+func (m *metrics) gcSynced() {
 	if m != nil {
 		m.gcSyncs.Inc()
 	}
 }
 
-func (m *controllerMetrics) gcGraph(n int) {
+func (m *metrics) gcGraph(n int) {
 	if m != nil {
 		m.gcGraphObjects.Set(float64(n))
 	}
 }
 
-func (m *controllerMetrics) namespaceDone() {
+func (m *metrics) namespaceDone() {
 	if m != nil {
 		m.namespaceFinalized.Inc()
 	}

@@ -1,11 +1,13 @@
-package registry
+package controllers
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
+	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/meta"
 	"github.com/kapi-dev/kapi/storage"
 )
@@ -17,9 +19,8 @@ var namespacesGVR = meta.GroupVersionResource{Version: "v1", Resource: "namespac
 // finalizers are respected: the controller waits for them), then removes the
 // namespace's "kubernetes" finalizer, which lets the namespace go. It works
 // from storage, so a deletion interrupted by a restart finishes after it.
-func (r *Registry) runNamespaceController(ctx context.Context) {
-	st, ok := r.Store(namespacesGVR)
-	if !ok {
+func (c *Controllers) runNamespaceController(ctx context.Context) {
+	if _, ok := c.reg.Store(namespacesGVR); !ok {
 		return
 	}
 	trigger := make(chan struct{}, 1)
@@ -29,9 +30,9 @@ func (r *Registry) runNamespaceController(ctx context.Context) {
 		default:
 		}
 	}
-	go r.watchPrefix(ctx, st.prefix, poke)
+	go c.watchPrefix(ctx, c.reg.ResourcePrefix(namespacesGVR.Group, namespacesGVR.Resource, ""), poke)
 	poke()
-	resync := time.NewTicker(r.cfg.ControllerResync)
+	resync := time.NewTicker(c.cfg.Resync)
 	defer resync.Stop()
 	for {
 		select {
@@ -40,16 +41,16 @@ func (r *Registry) runNamespaceController(ctx context.Context) {
 		case <-trigger:
 		case <-resync.C:
 		}
-		pending, err := r.finalizeNamespaces(ctx)
+		pending, err := c.finalizeNamespaces(ctx)
 		if err != nil && ctx.Err() == nil {
-			r.cfg.Logger.Warn("namespace controller", "err", err)
+			c.cfg.Logger.Warn("namespace controller", "err", err)
 		}
 		if pending {
 			// Objects with finalizers are still going: look again soon.
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(r.cfg.ControllerRetry):
+			case <-time.After(c.cfg.Retry):
 				poke()
 			}
 		}
@@ -58,14 +59,14 @@ func (r *Registry) runNamespaceController(ctx context.Context) {
 
 // watchPrefix calls fn after every change under prefix until ctx ends,
 // re-establishing the storage watch when it fails.
-func (r *Registry) watchPrefix(ctx context.Context, prefix []byte, fn func()) {
+func (c *Controllers) watchPrefix(ctx context.Context, prefix []byte, fn func()) {
 	for ctx.Err() == nil {
-		evs, err := r.cfg.Storage.Watch(ctx, storage.WatchOptions{Prefix: prefix})
+		evs, err := c.reg.Storage().Watch(ctx, storage.WatchOptions{Prefix: prefix})
 		if err != nil {
 			if errors.Is(err, storage.ErrClosed) {
 				return
 			}
-			if sleepCtx(ctx, 1000) != nil {
+			if !sleep(ctx, time.Second) {
 				return
 			}
 			continue
@@ -82,12 +83,12 @@ func (r *Registry) watchPrefix(ctx context.Context, prefix []byte, fn func()) {
 
 // finalizeNamespaces makes one pass over the terminating namespaces. It
 // reports whether some are still waiting for objects to go.
-func (r *Registry) finalizeNamespaces(ctx context.Context) (bool, error) {
-	nsStore, ok := r.Store(namespacesGVR)
+func (c *Controllers) finalizeNamespaces(ctx context.Context) (bool, error) {
+	nsStore, ok := c.reg.Store(namespacesGVR)
 	if !ok {
 		return false, nil
 	}
-	list, err := nsStore.listWithTypeMeta(ctx, "", ListOptions{}, true)
+	list, err := nsStore.List(ctx, "", registry.ListOptions{})
 	if err != nil {
 		return false, err
 	}
@@ -105,10 +106,10 @@ func (r *Registry) finalizeNamespaces(ctx context.Context) (bool, error) {
 		if err := json.Unmarshal(raw, &ns); err != nil {
 			return pending, err
 		}
-		if ns.Metadata.DeletionTimestamp == nil || !contains(ns.Spec.Finalizers, NamespaceFinalizer) {
+		if ns.Metadata.DeletionTimestamp == nil || !slices.Contains(ns.Spec.Finalizers, registry.NamespaceFinalizer) {
 			continue
 		}
-		empty, err := r.emptyNamespace(ctx, ns.Metadata.Name)
+		empty, err := c.emptyNamespace(ctx, ns.Metadata.Name)
 		if err != nil {
 			return pending, err
 		}
@@ -118,23 +119,23 @@ func (r *Registry) finalizeNamespaces(ctx context.Context) (bool, error) {
 		}
 		var fins []any
 		for _, f := range ns.Spec.Finalizers {
-			if f != NamespaceFinalizer {
+			if f != registry.NamespaceFinalizer {
 				fins = append(fins, f)
 			}
 		}
-		body := Object{"metadata": map[string]any{"name": ns.Metadata.Name}, "spec": map[string]any{"finalizers": fins}}
+		body := registry.Object{"metadata": map[string]any{"name": ns.Metadata.Name}, "spec": map[string]any{"finalizers": fins}}
 		if fins == nil {
 			body["spec"] = map[string]any{}
 		}
-		_, err = nsStore.Update(ctx, "", ns.Metadata.Name, body, WriteOptions{Subresource: "finalize", FieldManager: "kapi-namespace-controller"})
+		_, err = nsStore.Update(ctx, "", ns.Metadata.Name, body, registry.WriteOptions{Subresource: "finalize", FieldManager: "kapi-namespace-controller"})
 		if meta.ReasonOf(err) == meta.StatusReasonNotFound {
 			continue
 		}
 		if err != nil {
 			return pending, err
 		}
-		r.metrics.namespaceDone()
-		r.cfg.Logger.Info("namespace emptied and finalized", "namespace", ns.Metadata.Name)
+		c.metrics.namespaceDone()
+		c.cfg.Logger.Info("namespace emptied and finalized", "namespace", ns.Metadata.Name)
 	}
 	return pending, nil
 }
@@ -142,8 +143,8 @@ func (r *Registry) finalizeNamespaces(ctx context.Context) (bool, error) {
 // emptyNamespace deletes every object in namespace ns and reports whether
 // none is left. Objects of types recorded in storage but not registered in
 // this process keep the namespace: they cannot be deleted properly here.
-func (r *Registry) emptyNamespace(ctx context.Context, ns string) (bool, error) {
-	records, err := r.recordedTypes(ctx)
+func (c *Controllers) emptyNamespace(ctx context.Context, ns string) (bool, error) {
+	records, err := c.reg.RecordedTypes(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -152,20 +153,20 @@ func (r *Registry) emptyNamespace(ctx context.Context, ns string) (bool, error) 
 		if !tr.Namespaced {
 			continue
 		}
-		st := r.storeForGroupResource(tr.Group, tr.Resource)
-		if st == nil {
-			prefix := []byte(r.cfg.KeyPrefix + groupDir(tr.Group) + "/" + tr.Resource + "/" + ns + "/")
-			page, err := r.cfg.Storage.List(ctx, storage.ListOptions{Prefix: prefix, Limit: 1, KeysOnly: true})
+		st, ok := c.reg.StoreForGroupResource(meta.GroupResource{Group: tr.Group, Resource: tr.Resource})
+		if !ok {
+			prefix := c.reg.ResourcePrefix(tr.Group, tr.Resource, ns)
+			page, err := c.reg.Storage().List(ctx, storage.ListOptions{Prefix: prefix, Limit: 1, KeysOnly: true})
 			if err != nil {
 				return false, err
 			}
 			if len(page.Items) > 0 {
 				empty = false
-				r.cfg.Logger.Warn("namespace deletion waits for a type to be registered", "namespace", ns, "resource", tr.Resource, "group", tr.Group)
+				c.cfg.Logger.Warn("namespace deletion waits for a type to be registered", "namespace", ns, "resource", tr.Resource, "group", tr.Group)
 			}
 			continue
 		}
-		list, err := st.listWithTypeMeta(ctx, ns, ListOptions{}, true)
+		list, err := st.List(ctx, ns, registry.ListOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -183,31 +184,11 @@ func (r *Registry) emptyNamespace(ctx context.Context, ns string) (bool, error) 
 			if head.Metadata.DeletionTimestamp != nil {
 				continue // waiting for its finalizers
 			}
-			if _, err := st.Delete(ctx, ns, head.Metadata.Name, DeleteOptions{PropagationPolicy: PropagationBackground}); err != nil &&
+			if _, err := st.Delete(ctx, ns, head.Metadata.Name, registry.DeleteOptions{PropagationPolicy: registry.PropagationBackground}); err != nil &&
 				meta.ReasonOf(err) != meta.StatusReasonNotFound {
 				return false, err
 			}
 		}
 	}
 	return empty, nil
-}
-
-// storeForGroupResource returns a registered store of group/resource (any
-// version: all versions share the objects).
-func (r *Registry) storeForGroupResource(group, resource string) *Store {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	for gvr, st := range r.stores {
-		if gvr.Group == group && gvr.Resource == resource && st.res.Virtual == nil {
-			return st
-		}
-	}
-	return nil
-}
-
-func groupDir(group string) string {
-	if group == "" {
-		return "core"
-	}
-	return group
 }

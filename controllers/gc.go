@@ -1,12 +1,13 @@
-package registry
+package controllers
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
+	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/meta"
 	"github.com/kapi-dev/kapi/storage"
 )
@@ -31,7 +32,7 @@ import (
 
 type gcNode struct {
 	key        string // storage key
-	store      *Store
+	store      *registry.Store
 	ns, name   string
 	owners     []gcOwner
 	finalizers []string
@@ -58,7 +59,7 @@ type gcHead struct {
 }
 
 type garbageCollector struct {
-	r *Registry
+	c *Controllers
 	// nodes holds only the objects the collector can act on or for: those
 	// with owner references and those being deleted. Every other object
 	// costs it nothing but a byte scan of each new version.
@@ -68,9 +69,9 @@ type garbageCollector struct {
 	queue      map[string]bool            // uids to look at
 }
 
-func (r *Registry) runGarbageCollector(ctx context.Context) {
+func (c *Controllers) runGarbageCollector(ctx context.Context) {
 	for ctx.Err() == nil {
-		gc := &garbageCollector{r: r}
+		gc := &garbageCollector{c: c}
 		err := gc.run(ctx)
 		if err == nil || ctx.Err() != nil || errors.Is(err, storage.ErrClosed) {
 			return
@@ -78,8 +79,8 @@ func (r *Registry) runGarbageCollector(ctx context.Context) {
 		if errors.Is(err, errTypesChanged) {
 			continue
 		}
-		r.cfg.Logger.Warn("garbage collector restarting", "err", err)
-		if sleepCtx(ctx, int(r.cfg.ControllerRetry/time.Millisecond)) != nil {
+		c.cfg.Logger.Warn("garbage collector restarting", "err", err)
+		if !sleep(ctx, c.cfg.Retry) {
 			return
 		}
 	}
@@ -90,25 +91,23 @@ func (r *Registry) runGarbageCollector(ctx context.Context) {
 // not in it, so the graph is built again.
 var errTypesChanged = errors.New("the set of types changed")
 
-// run builds the graph and processes changes until ctx ends, the watch
-// fails or the set of types changes (the caller then starts again from a
-// fresh list).
-func (gc *garbageCollector) run(ctx context.Context) error {
+// build makes the graph from one consistent list of everything under the
+// key prefix, queues every node, and returns the list's revision.
+func (gc *garbageCollector) build(ctx context.Context, prefix []byte) (int64, error) {
 	select {
-	case <-gc.r.typesChanged: // this run sees the types registered so far
+	case <-gc.c.typesChanged: // this run sees the types registered so far
 	default:
 	}
 	gc.nodes = map[string]*gcNode{}
 	gc.byKey = map[string]string{}
 	gc.dependents = map[string]map[string]bool{}
 	gc.queue = map[string]bool{}
-	prefix := []byte(gc.r.cfg.KeyPrefix)
 	var rev int64
 	var start []byte
 	for {
-		page, err := gc.r.cfg.Storage.List(ctx, storage.ListOptions{Prefix: prefix, StartKey: start, Revision: rev, Limit: 1000})
+		page, err := gc.c.reg.Storage().List(ctx, storage.ListOptions{Prefix: prefix, StartKey: start, Revision: rev, Limit: 1000})
 		if err != nil {
-			return err
+			return 0, err
 		}
 		rev = page.Revision
 		for _, kv := range page.Items {
@@ -124,9 +123,21 @@ func (gc *garbageCollector) run(ctx context.Context) error {
 			gc.queue[uid] = true
 		}
 	}
-	gc.r.metrics.gcGraph(len(gc.nodes))
-	gc.r.metrics.gcSynced()
-	evs, err := gc.r.cfg.Storage.Watch(ctx, storage.WatchOptions{Prefix: prefix, FromRevision: rev})
+	gc.c.metrics.gcGraph(len(gc.nodes))
+	gc.c.metrics.gcSynced()
+	return rev, nil
+}
+
+// run builds the graph and processes changes until ctx ends, the watch
+// fails or the set of types changes (the caller then starts again from a
+// fresh list).
+func (gc *garbageCollector) run(ctx context.Context) error {
+	prefix := []byte(gc.c.reg.KeyPrefix())
+	rev, err := gc.build(ctx, prefix)
+	if err != nil {
+		return err
+	}
+	evs, err := gc.c.reg.Storage().Watch(ctx, storage.WatchOptions{Prefix: prefix, FromRevision: rev})
 	if err != nil {
 		return err
 	}
@@ -138,13 +149,13 @@ func (gc *garbageCollector) run(ctx context.Context) error {
 		}
 		var retryC <-chan time.Time
 		if len(gc.queue) > 0 {
-			retry.Reset(gc.r.cfg.ControllerRetry)
+			retry.Reset(gc.c.cfg.Retry)
 			retryC = retry.C
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-gc.r.typesChanged:
+		case <-gc.c.typesChanged:
 			return errTypesChanged
 		case <-retryC:
 		case ev, ok := <-evs:
@@ -168,7 +179,7 @@ func (gc *garbageCollector) run(ctx context.Context) error {
 					drained = true
 				}
 			}
-			gc.r.metrics.gcGraph(len(gc.nodes))
+			gc.c.metrics.gcGraph(len(gc.nodes))
 		}
 	}
 }
@@ -196,62 +207,9 @@ func (gc *garbageCollector) apply(ev storage.Event) error {
 
 // mayConcernGC reports whether a stored object may have owner references or
 // a deletion timestamp: false means certainly neither, true means decode and
-// see. It reads only the keys of the stored metadata object (stored objects
-// begin with it, see encodeStored), in one pass that stops at the end of the
-// metadata; a value it cannot read that way answers true.
+// see (a byte scan of the stored metadata's own keys).
 func mayConcernGC(value []byte) bool {
-	so, err := parseStored(value)
-	if err != nil {
-		return true
-	}
-	found, ok := metadataHasKey(so.json[so.metaOff+len(metaKey)-1:], "ownerReferences", "deletionTimestamp")
-	return found || !ok
-}
-
-// metadataHasKey reports whether the JSON object that obj begins with has
-// one of keys among its own (not nested) members. Keys are compared as they
-// are written (encodeStored never escapes a letter). ok is false when obj is
-// not a well-formed object up to its closing brace.
-func metadataHasKey(obj []byte, keys ...string) (found, ok bool) {
-	if len(obj) == 0 || obj[0] != '{' {
-		return false, false
-	}
-	depth := 0
-	expectKey := false
-	for i := 0; i < len(obj); i++ {
-		switch c := obj[i]; c {
-		case '"':
-			start := i + 1
-			for i++; i < len(obj) && obj[i] != '"'; i++ {
-				if obj[i] == '\\' {
-					i++
-				}
-			}
-			if i >= len(obj) {
-				return false, false
-			}
-			if depth == 1 && expectKey {
-				k := obj[start:i]
-				for _, want := range keys {
-					if string(k) == want {
-						return true, true
-					}
-				}
-				expectKey = false
-			}
-		case '{', '[':
-			depth++
-			expectKey = c == '{' && depth == 1
-		case '}', ']':
-			depth--
-			if depth == 0 {
-				return false, true
-			}
-		case ',':
-			expectKey = depth == 1
-		}
-	}
-	return false, false
+	return registry.StoredMetadataMayHave(value, "ownerReferences", "deletionTimestamp")
 }
 
 // forget drops the node stored under key, if any, and its owner links.
@@ -278,12 +236,12 @@ func (gc *garbageCollector) unlinkOwners(uid string, n *gcNode) {
 }
 
 func decodeHead(value []byte) (gcHead, bool) {
-	so, err := parseStored(value)
+	js, err := registry.StoredJSON(value)
 	if err != nil {
 		return gcHead{}, false
 	}
 	var h gcHead
-	if err := json.Unmarshal(so.json, &h); err != nil || h.Metadata.UID == "" {
+	if err := json.Unmarshal(js, &h); err != nil || h.Metadata.UID == "" {
 		return gcHead{}, false
 	}
 	return h, true
@@ -295,8 +253,8 @@ func (gc *garbageCollector) upsert(key, value []byte) {
 	if !mayConcernGC(value) {
 		return
 	}
-	st := gc.r.storeForKey(key)
-	if st == nil {
+	st, ok := gc.c.reg.StoreForKey(key)
+	if !ok {
 		return
 	}
 	h, ok := decodeHead(value)
@@ -320,7 +278,7 @@ func (gc *garbageCollector) upsert(key, value []byte) {
 		}
 		gc.dependents[o.UID][uid] = true
 	}
-	if len(n.owners) > 0 || (n.deleting && (contains(n.finalizers, FinalizerOrphan) || contains(n.finalizers, FinalizerForeground))) {
+	if len(n.owners) > 0 || (n.deleting && (slices.Contains(n.finalizers, registry.FinalizerOrphan) || slices.Contains(n.finalizers, registry.FinalizerForeground))) {
 		gc.queue[uid] = true
 	}
 }
@@ -350,7 +308,7 @@ func (gc *garbageCollector) process(ctx context.Context) {
 			return
 		}
 		if err := gc.processOne(ctx, uid); err != nil {
-			gc.r.cfg.Logger.Debug("garbage collector will retry", "uid", uid, "err", err)
+			gc.c.cfg.Logger.Debug("garbage collector will retry", "uid", uid, "err", err)
 			gc.queue[uid] = true
 		}
 	}
@@ -362,10 +320,10 @@ func (gc *garbageCollector) processOne(ctx context.Context, uid string) error {
 		return nil
 	}
 	if n.deleting {
-		if contains(n.finalizers, FinalizerOrphan) {
+		if slices.Contains(n.finalizers, registry.FinalizerOrphan) {
 			return gc.orphan(ctx, uid, n)
 		}
-		if contains(n.finalizers, FinalizerForeground) {
+		if slices.Contains(n.finalizers, registry.FinalizerForeground) {
 			return gc.foreground(ctx, uid, n)
 		}
 		return nil
@@ -389,7 +347,7 @@ func (gc *garbageCollector) processOne(ctx context.Context, uid string) error {
 	case len(gone) == 0:
 		return nil
 	case len(solid) == 0:
-		_, err := n.store.Delete(ctx, n.ns, n.name, DeleteOptions{PreconditionUID: uid, PropagationPolicy: PropagationBackground})
+		_, err := n.store.Delete(ctx, n.ns, n.name, registry.DeleteOptions{PreconditionUID: uid, PropagationPolicy: registry.PropagationBackground})
 		if err == nil {
 			gc.done(gcActionDelete, n, "owners gone")
 		}
@@ -399,7 +357,7 @@ func (gc *garbageCollector) processOne(ctx context.Context, uid string) error {
 		for _, o := range gone {
 			drop[o.UID] = true
 		}
-		changed, err := gc.editObject(ctx, n, uid, func(obj Object) bool { return dropOwnerRefs(obj, drop) })
+		changed, err := gc.editObject(ctx, n, uid, func(obj registry.Object) bool { return dropOwnerRefs(obj, drop) })
 		if changed {
 			gc.done(gcActionDropDangling, n, "dangling owner references removed")
 		}
@@ -411,12 +369,12 @@ func (gc *garbageCollector) processOne(ctx context.Context, uid string) error {
 // the referenced kind must exist with the referenced uid. Owners of kinds
 // that are not registered count as existing (nothing can be proven).
 func (gc *garbageCollector) ownerExists(ctx context.Context, n *gcNode, o gcOwner) (bool, error) {
-	st := gc.r.storeForKind(o.APIVersion, o.Kind)
-	if st == nil {
+	st, ok := gc.c.reg.StoreForKind(o.APIVersion, o.Kind)
+	if !ok {
 		return true, nil
 	}
 	ns := ""
-	if st.res.Namespaced {
+	if st.Resource().Namespaced {
 		if n.ns == "" {
 			return false, nil // a cluster-scoped object cannot have a namespaced owner
 		}
@@ -439,11 +397,11 @@ func (gc *garbageCollector) orphan(ctx context.Context, uid string, n *gcNode) e
 		if d == nil {
 			continue
 		}
-		if _, err := gc.editObject(ctx, d, dep, func(obj Object) bool { return dropOwnerRefs(obj, map[string]bool{uid: true}) }); err != nil {
+		if _, err := gc.editObject(ctx, d, dep, func(obj registry.Object) bool { return dropOwnerRefs(obj, map[string]bool{uid: true}) }); err != nil {
 			return err
 		}
 	}
-	changed, err := gc.editObject(ctx, n, uid, func(obj Object) bool { return removeFinalizer(obj, FinalizerOrphan) })
+	changed, err := gc.editObject(ctx, n, uid, func(obj registry.Object) bool { return removeFinalizer(obj, registry.FinalizerOrphan) })
 	if changed {
 		gc.done(gcActionOrphan, n, "dependents orphaned")
 	}
@@ -465,7 +423,7 @@ func (gc *garbageCollector) foreground(ctx context.Context, uid string, n *gcNod
 			}
 		}
 		if !d.deleting {
-			_, err := d.store.Delete(ctx, d.ns, d.name, DeleteOptions{PreconditionUID: dep, PropagationPolicy: PropagationForeground})
+			_, err := d.store.Delete(ctx, d.ns, d.name, registry.DeleteOptions{PreconditionUID: dep, PropagationPolicy: registry.PropagationForeground})
 			if err == nil {
 				gc.done(gcActionDelete, d, "owner deleting in the foreground")
 			} else if ignoreGone(err) != nil {
@@ -476,7 +434,7 @@ func (gc *garbageCollector) foreground(ctx context.Context, uid string, n *gcNod
 	if blocking {
 		return nil // the deletes above bring events that queue the owner again
 	}
-	changed, err := gc.editObject(ctx, n, uid, func(obj Object) bool { return removeFinalizer(obj, FinalizerForeground) })
+	changed, err := gc.editObject(ctx, n, uid, func(obj registry.Object) bool { return removeFinalizer(obj, registry.FinalizerForeground) })
 	if changed {
 		gc.done(gcActionForeground, n, "dependents gone, foreground deletion finished")
 	}
@@ -485,13 +443,13 @@ func (gc *garbageCollector) foreground(ctx context.Context, uid string, n *gcNod
 
 // done counts and logs one action of the collector.
 func (gc *garbageCollector) done(action string, n *gcNode, what string) {
-	gc.r.metrics.gcAction(action)
-	gc.r.cfg.Logger.Debug("garbage collector: "+what, "action", action, "resource", n.store.res.Resource, "namespace", n.ns, "name", n.name)
+	gc.c.metrics.gcAction(action)
+	gc.c.cfg.Logger.Debug("garbage collector: "+what, "action", action, "resource", n.store.Resource().Resource, "namespace", n.ns, "name", n.name)
 }
 
 // editObject applies edit to the current stored object (checked by uid) and
 // writes it back, retrying on conflicts. It reports whether it wrote.
-func (gc *garbageCollector) editObject(ctx context.Context, n *gcNode, uid string, edit func(Object) bool) (bool, error) {
+func (gc *garbageCollector) editObject(ctx context.Context, n *gcNode, uid string, edit func(registry.Object) bool) (bool, error) {
 	for attempt := 0; attempt < 5; attempt++ {
 		obj, err := n.store.GetObject(ctx, n.ns, n.name)
 		if err != nil {
@@ -500,7 +458,7 @@ func (gc *garbageCollector) editObject(ctx context.Context, n *gcNode, uid strin
 		if meta.GetUID(obj) != uid || !edit(obj) {
 			return false, nil
 		}
-		_, err = n.store.Update(ctx, n.ns, n.name, obj, WriteOptions{FieldValidation: "Ignore", FieldManager: "kapi-garbage-collector"})
+		_, err = n.store.Update(ctx, n.ns, n.name, obj, registry.WriteOptions{FieldValidation: "Ignore", FieldManager: "kapi-garbage-collector"})
 		if meta.ReasonOf(err) == meta.StatusReasonConflict {
 			continue
 		}
@@ -516,7 +474,7 @@ func ignoreGone(err error) error {
 	return err
 }
 
-func dropOwnerRefs(obj Object, drop map[string]bool) bool {
+func dropOwnerRefs(obj registry.Object, drop map[string]bool) bool {
 	md := obj["metadata"].(map[string]any)
 	refs, _ := md["ownerReferences"].([]any)
 	kept := make([]any, 0, len(refs))
@@ -538,7 +496,7 @@ func dropOwnerRefs(obj Object, drop map[string]bool) bool {
 	return true
 }
 
-func removeFinalizer(obj Object, f string) bool {
+func removeFinalizer(obj registry.Object, f string) bool {
 	fins := meta.GetFinalizers(obj)
 	kept := make([]string, 0, len(fins))
 	for _, x := range fins {
@@ -551,38 +509,4 @@ func removeFinalizer(obj Object, f string) bool {
 	}
 	meta.SetFinalizers(obj, kept)
 	return true
-}
-
-// storeForKey returns the store whose objects live under key.
-func (r *Registry) storeForKey(key []byte) *Store {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	for _, st := range r.stores {
-		if st.res.Virtual == nil && bytes.HasPrefix(key, st.prefix) {
-			return st
-		}
-	}
-	return nil
-}
-
-// storeForKind returns the store serving apiVersion/kind (any version of the
-// group when that exact version is not served).
-func (r *Registry) storeForKind(apiVersion, kind string) *Store {
-	gv, ok := meta.ParseGroupVersion(apiVersion)
-	if !ok {
-		return nil
-	}
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	var fallback *Store
-	for gvr, st := range r.stores {
-		if gvr.Group != gv.Group || st.res.Kind != kind || st.res.Virtual != nil {
-			continue
-		}
-		if gvr.Version == gv.Version {
-			return st
-		}
-		fallback = st
-	}
-	return fallback
 }

@@ -7,7 +7,8 @@ import (
 	"testing"
 )
 
-// concernsGC is mayConcernGC's answer worked out by decoding.
+// concernsGC is the garbage collector's question, whether a stored object
+// has owner references or a deletion timestamp, answered by decoding.
 func concernsGC(t testing.TB, v []byte) bool {
 	obj, err := decodeStored(v, 1)
 	if err != nil {
@@ -17,6 +18,12 @@ func concernsGC(t testing.TB, v []byte) bool {
 	_, owners := md["ownerReferences"]
 	_, deleting := md["deletionTimestamp"]
 	return owners || deleting
+}
+
+// mayConcernGC is the garbage collector's question (package controllers)
+// answered by StoredMetadataMayHave.
+func mayConcernGC(v []byte) bool {
+	return StoredMetadataMayHave(v, "ownerReferences", "deletionTimestamp")
 }
 
 func gcScanObjects() []Object {
@@ -37,7 +44,7 @@ func gcScanObjects() []Object {
 	}
 }
 
-func TestMayConcernGCMatchesDecoding(t *testing.T) {
+func TestStoredMetadataMayHaveMatchesDecoding(t *testing.T) {
 	for _, obj := range gcScanObjects() {
 		v, err := encodeStored(obj)
 		if err != nil {
@@ -57,10 +64,10 @@ func TestMayConcernGCMatchesDecoding(t *testing.T) {
 	}
 }
 
-// FuzzMayConcernGC: for any object, mayConcernGC never says "no" to an
+// FuzzStoredMetadataMayHave: for any object, StoredMetadataMayHave never says "no" to an
 // object that has owner references or a deletion timestamp, and says "yes"
 // only when it has them.
-func FuzzMayConcernGC(f *testing.F) {
+func FuzzStoredMetadataMayHave(f *testing.F) {
 	for _, obj := range gcScanObjects() {
 		b, _ := json.Marshal(obj)
 		f.Add(b)
@@ -84,7 +91,7 @@ func FuzzMayConcernGC(f *testing.F) {
 	})
 }
 
-func BenchmarkMayConcernGC(b *testing.B) {
+func BenchmarkStoredMetadataMayHave(b *testing.B) {
 	rng := rand.New(rand.NewSource(1))
 	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 	p := make([]byte, 2048)

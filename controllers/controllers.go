@@ -1,0 +1,101 @@
+// Package controllers holds the controllers kapi runs in-process on top of a
+// registry: the namespace controller, which empties terminating namespaces
+// (namespace.go), and the garbage collector, which follows ownerReferences
+// (gc.go). They use only the registry's exported API, as a controller
+// outside kapi would, and work from storage alone: a restart rebuilds their
+// state and finishes interrupted work.
+//
+// apiserver.New starts them (see its Config.DisableControllers and
+// Config.Elector); a host that serves a registry.Registry itself runs them
+// with New and Run.
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kapi-dev/kapi/apiserver/registry"
+)
+
+// Config configures the controllers.
+type Config struct {
+	// Logger receives operational messages. Default: discard.
+	Logger *slog.Logger
+	// Resync is how often the namespace controller looks at every
+	// terminating namespace again even without a change. Default 30s.
+	Resync time.Duration
+	// Retry is how soon a controller looks again at work that is waiting
+	// for finalizers or that failed. Default 1s.
+	Retry time.Duration
+	// Metrics, when set, is where the controllers register their Prometheus
+	// metrics (kapi_garbage_collector_actions_total,
+	// kapi_garbage_collector_graph_objects,
+	// kapi_garbage_collector_syncs_total,
+	// kapi_namespace_controller_namespaces_finalized_total).
+	Metrics prometheus.Registerer
+}
+
+// Controllers are the namespace controller and the garbage collector of one
+// registry.
+type Controllers struct {
+	reg     *registry.Registry
+	cfg     Config
+	metrics *metrics // nil without Config.Metrics
+	// typesChanged is signalled (without blocking) after every Register and
+	// Unregister; the garbage collector rebuilds its graph then.
+	typesChanged chan struct{}
+}
+
+// New returns the controllers of reg and registers their metrics. Nothing
+// runs before Run.
+func New(reg *registry.Registry, cfg Config) (*Controllers, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Resync <= 0 {
+		cfg.Resync = 30 * time.Second
+	}
+	if cfg.Retry <= 0 {
+		cfg.Retry = time.Second
+	}
+	c := &Controllers{reg: reg, cfg: cfg, typesChanged: make(chan struct{}, 1)}
+	if cfg.Metrics != nil {
+		var err error
+		if c.metrics, err = newMetrics(cfg.Metrics); err != nil {
+			return nil, fmt.Errorf("controllers: registering metrics: %w", err)
+		}
+	}
+	reg.OnChange(func() {
+		select {
+		case c.typesChanged <- struct{}{}:
+		default:
+		}
+	})
+	return c, nil
+}
+
+// Run runs the namespace controller and the garbage collector until ctx
+// ends. It may run again after it returned (an apiserver.Elector runs it
+// each time this instance leads), but two runs must not overlap.
+func (c *Controllers) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { c.runNamespaceController(ctx) })
+	wg.Go(func() { c.runGarbageCollector(ctx) })
+	wg.Wait()
+}
+
+// sleep waits for d, or less when ctx ends first: it reports whether it
+// waited the whole of d.
+func sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
