@@ -1,8 +1,6 @@
 package codec
 
 import (
-	"bytes"
-	"encoding/json"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -225,48 +223,59 @@ func (s *scanner) appendString(dst []byte) ([]byte, error) {
 			continue
 		}
 		s.pos++
-		if s.pos >= len(s.data) {
-			return dst, s.errorf("unexpected end of JSON input in string escape")
-		}
-		e := s.data[s.pos]
-		s.pos++
-		switch e {
-		case '"', '\\', '/':
-			dst = append(dst, e)
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'n':
-			dst = append(dst, '\n')
-		case 'r':
-			dst = append(dst, '\r')
-		case 't':
-			dst = append(dst, '\t')
-		case 'u':
-			r, ok := s.hex4()
-			if !ok {
-				return dst, s.errorf("invalid \\u escape")
-			}
-			if utf16.IsSurrogate(r) {
-				if s.pos+1 < len(s.data) && s.data[s.pos] == '\\' && s.data[s.pos+1] == 'u' {
-					save := s.pos
-					s.pos += 2
-					if r2, ok := s.hex4(); ok {
-						if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-							dst = utf8.AppendRune(dst, dec)
-							continue
-						}
-					}
-					s.pos = save
-				}
-				r = utf8.RuneError
-			}
-			dst = utf8.AppendRune(dst, r)
-		default:
-			return dst, s.errorf("invalid escape character %q in string", e)
+		var err error
+		if dst, err = s.appendEscape(dst); err != nil {
+			return dst, err
 		}
 	}
+}
+
+// appendEscape appends the character of the escape that follows a
+// backslash at the current position. A \u escape of half a surrogate pair
+// takes the next \u escape with it when the two make a pair, and is U+FFFD
+// otherwise.
+func (s *scanner) appendEscape(dst []byte) ([]byte, error) {
+	if s.pos >= len(s.data) {
+		return dst, s.errorf("unexpected end of JSON input in string escape")
+	}
+	e := s.data[s.pos]
+	s.pos++
+	switch e {
+	case '"', '\\', '/':
+		dst = append(dst, e)
+	case 'b':
+		dst = append(dst, '\b')
+	case 'f':
+		dst = append(dst, '\f')
+	case 'n':
+		dst = append(dst, '\n')
+	case 'r':
+		dst = append(dst, '\r')
+	case 't':
+		dst = append(dst, '\t')
+	case 'u':
+		r, ok := s.hex4()
+		if !ok {
+			return dst, s.errorf("invalid \\u escape")
+		}
+		if utf16.IsSurrogate(r) {
+			if s.pos+1 < len(s.data) && s.data[s.pos] == '\\' && s.data[s.pos+1] == 'u' {
+				save := s.pos
+				s.pos += 2
+				if r2, ok := s.hex4(); ok {
+					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+						return utf8.AppendRune(dst, dec), nil
+					}
+				}
+				s.pos = save
+			}
+			r = utf8.RuneError
+		}
+		dst = utf8.AppendRune(dst, r)
+	default:
+		return dst, s.errorf("invalid escape character %q in string", e)
+	}
+	return dst, nil
 }
 
 // skipValue skips one value and returns its text. It validates the value
@@ -430,199 +439,4 @@ func (s *scanner) end() error {
 		return s.errorf("invalid character %q after top-level value", s.data[s.pos])
 	}
 	return nil
-}
-
-// TopLevelFields returns the raw JSON of the given top-level fields of a JSON
-// object (nil for a field that is absent), without decoding the object.
-func TopLevelFields(data []byte, keys ...string) ([][]byte, error) {
-	out := make([][]byte, len(keys))
-	s := scanner{lexer{data: data}}
-	empty, err := s.openObject()
-	if err != nil {
-		return nil, err
-	}
-	for more := !empty; more; {
-		key, err := s.key(nil)
-		if err != nil {
-			return nil, err
-		}
-		v, err := s.skipValue()
-		if err != nil {
-			return nil, err
-		}
-		for i, k := range keys {
-			if string(key) == k {
-				out[i] = v
-			}
-		}
-		if more, err = s.next(); err != nil {
-			return nil, err
-		}
-	}
-	return out, s.end()
-}
-
-// TopLevelField returns the raw JSON of one top-level field of a JSON
-// object (nil when absent), without decoding the object.
-func TopLevelField(data []byte, key string) ([]byte, error) {
-	s := scanner{lexer{data: data}}
-	empty, err := s.openObject()
-	if err != nil {
-		return nil, err
-	}
-	var out []byte
-	for more := !empty; more; {
-		k, err := s.key(nil)
-		if err != nil {
-			return nil, err
-		}
-		v, err := s.skipValue()
-		if err != nil {
-			return nil, err
-		}
-		if string(k) == key {
-			out = v
-		}
-		if more, err = s.next(); err != nil {
-			return nil, err
-		}
-	}
-	return out, s.end()
-}
-
-// TypeMeta returns the kind and apiVersion of a JSON object, reading only as
-// far as it must (they usually come first). Absent or non-string values are
-// "".
-func TypeMeta(data []byte) (kind, apiVersion string, err error) {
-	s := scanner{lexer{data: data}}
-	empty, err := s.openObject()
-	if err != nil {
-		return "", "", err
-	}
-	found := 0
-	for more := !empty; more && found < 2; {
-		key, err := s.key(nil)
-		if err != nil {
-			return "", "", err
-		}
-		if k := string(key); (k == "kind" || k == "apiVersion") && s.peek() == '"' {
-			v, err := s.appendString(nil)
-			if err != nil {
-				return "", "", err
-			}
-			if k == "kind" {
-				kind = string(v)
-			} else {
-				apiVersion = string(v)
-			}
-			found++
-		} else if _, err := s.skipValue(); err != nil {
-			return "", "", err
-		}
-		if more, err = s.next(); err != nil {
-			return "", "", err
-		}
-	}
-	return kind, apiVersion, nil
-}
-
-// isCompact reports whether JSON text has no whitespace outside strings.
-func isCompact(raw []byte) bool {
-	inString := false
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if inString {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case ' ', '\t', '\n', '\r':
-			return false
-		}
-	}
-	return true
-}
-
-// appendCompact appends raw JSON text to dst without insignificant space.
-func appendCompact(dst, raw []byte) []byte {
-	if isCompact(raw) {
-		return append(dst, raw...)
-	}
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
-		return append(dst, raw...)
-	}
-	return append(dst, b.Bytes()...)
-}
-
-// DecodeObjectWithout decodes a JSON object like DecodeJSON, leaving out the
-// nested fields at the given paths (e.g. {"metadata", "managedFields"}),
-// which are skipped without being decoded. Duplicate keys are not reported.
-func DecodeObjectWithout(data []byte, paths ...[]string) (map[string]any, error) {
-	s := scanner{lexer{data: data}}
-	out, err := s.objectWithout(paths, 0)
-	if err != nil {
-		return nil, err
-	}
-	return out, s.end()
-}
-
-func (s *scanner) objectWithout(paths [][]string, depth int) (map[string]any, error) {
-	if s.peek() != '{' {
-		return nil, s.errorf("expected an object")
-	}
-	empty, err := s.openObject()
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]any{}
-	for more := !empty; more; {
-		key, err := s.key(nil)
-		if err != nil {
-			return nil, err
-		}
-		var sub [][]string
-		drop := false
-		for _, p := range paths {
-			if len(p) > depth && p[depth] == string(key) {
-				if len(p) == depth+1 {
-					drop = true
-				} else {
-					sub = append(sub, p)
-				}
-			}
-		}
-		switch {
-		case drop:
-			if _, err := s.skipValue(); err != nil {
-				return nil, err
-			}
-		case sub != nil && s.peek() == '{':
-			v, err := s.objectWithout(sub, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[string(key)] = v
-		default:
-			// Decode in place with DecodeJSON's decoder.
-			d := decoder{lexer: lexer{data: s.data, pos: s.pos}}
-			v, err := d.value(depth + 1)
-			if err != nil {
-				return nil, err
-			}
-			s.pos = d.pos
-			out[string(key)] = v
-		}
-		if more, err = s.next(); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
 }

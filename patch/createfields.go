@@ -353,44 +353,9 @@ func (w *fieldsWalker) walkList(l []any, t *smdschema.List, emit bool) bool {
 		w.leaf(emit)
 		return true
 	}
-	// The entries by path element, in order of first appearance; an element
-	// that appears more than once is owned as a whole. Entries are grouped
-	// by sorting them (fieldpath's maps insert one by one, which is
-	// quadratic for entries out of order).
-	type group struct {
-		pe    fieldpath.PathElement
-		key   string // pe serialized
-		first int
-		n     int
-	}
-	type entry struct {
-		pe fieldpath.PathElement
-		i  int
-	}
-	entries := make([]entry, len(l))
-	for i, c := range l {
-		pe, ok := w.listElement(t, c)
-		if !ok {
-			return false
-		}
-		entries[i] = entry{pe, i}
-	}
-	slices.SortFunc(entries, func(a, b entry) int {
-		if c := a.pe.Compare(b.pe); c != 0 {
-			return c
-		}
-		return a.i - b.i
-	})
-	groups := make([]group, 0, len(l))
-	of := make([]int, len(l)) // the group of each entry
-	for j, e := range entries {
-		if j > 0 && e.pe.Compare(entries[j-1].pe) == 0 {
-			of[e.i] = len(groups) - 1
-			groups[len(groups)-1].n++
-			continue
-		}
-		of[e.i] = len(groups)
-		groups = append(groups, group{pe: e.pe, first: e.i, n: 1})
+	groups, of, ok := w.groupListEntries(l, t)
+	if !ok {
+		return false
 	}
 	if !emit {
 		for _, c := range l {
@@ -415,7 +380,7 @@ func (w *fieldsWalker) walkList(l []any, t *smdschema.List, emit bool) bool {
 		}
 		groups[i].key = key
 	}
-	slices.SortFunc(groups, func(a, b group) int { return strings.Compare(a.key, b.key) })
+	slices.SortFunc(groups, func(a, b listGroup) int { return strings.Compare(a.key, b.key) })
 	w.buf = append(w.buf, `{".":{}`...)
 	for i, g := range groups {
 		if i > 0 && g.key == groups[i-1].key {
@@ -433,6 +398,53 @@ func (w *fieldsWalker) walkList(l []any, t *smdschema.List, emit bool) bool {
 	}
 	w.buf = append(w.buf, '}')
 	return true
+}
+
+// listGroup is an element of an associative list: its path element, and
+// its entries (the index of the first, how many).
+type listGroup struct {
+	pe    fieldpath.PathElement
+	key   string // pe serialized
+	first int
+	n     int
+}
+
+// groupListEntries returns the elements of associative list l, one group per
+// path element, and the group of each entry (an element that appears more
+// than once is owned as a whole); false when an entry has no path element.
+func (w *fieldsWalker) groupListEntries(l []any, t *smdschema.List) (groups []listGroup, of []int, ok bool) {
+	// Entries are grouped by sorting them (fieldpath's maps insert one by
+	// one, which is quadratic for entries out of order).
+	type entry struct {
+		pe fieldpath.PathElement
+		i  int
+	}
+	entries := make([]entry, len(l))
+	for i, c := range l {
+		pe, ok := w.listElement(t, c)
+		if !ok {
+			return nil, nil, false
+		}
+		entries[i] = entry{pe, i}
+	}
+	slices.SortFunc(entries, func(a, b entry) int {
+		if c := a.pe.Compare(b.pe); c != 0 {
+			return c
+		}
+		return a.i - b.i
+	})
+	groups = make([]listGroup, 0, len(l))
+	of = make([]int, len(l)) // the group of each entry
+	for j, e := range entries {
+		if j > 0 && e.pe.Compare(entries[j-1].pe) == 0 {
+			of[e.i] = len(groups) - 1
+			groups[len(groups)-1].n++
+			continue
+		}
+		of[e.i] = len(groups)
+		groups = append(groups, listGroup{pe: e.pe, first: e.i, n: 1})
+	}
+	return groups, of, true
 }
 
 // listElement is the path element of entry c of associative list t, as
