@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
-	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -209,69 +208,11 @@ func (d *decoder) str(key bool) (string, error) {
 		high |= uint64(c)
 		d.pos++
 	}
-	var b strings.Builder
-	b.Write(d.data[start:d.pos])
-	for {
-		if d.pos >= len(d.data) {
-			return "", d.errorf("unexpected end of JSON input in string")
-		}
-		c := d.data[d.pos]
-		switch {
-		case c == '"':
-			d.pos++
-			return fixUTF8([]byte(b.String())), nil
-		case c < 0x20:
-			return "", d.errorf("invalid control character in string")
-		case c != '\\':
-			b.WriteByte(c)
-			d.pos++
-			continue
-		}
-		d.pos++ // backslash
-		if d.pos >= len(d.data) {
-			return "", d.errorf("unexpected end of JSON input in string escape")
-		}
-		e := d.data[d.pos]
-		d.pos++
-		switch e {
-		case '"', '\\', '/':
-			b.WriteByte(e)
-		case 'b':
-			b.WriteByte('\b')
-		case 'f':
-			b.WriteByte('\f')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
-		case 'u':
-			r, ok := d.hex4()
-			if !ok {
-				return "", d.errorf("invalid \\u escape")
-			}
-			if utf16.IsSurrogate(r) {
-				// A surrogate pair is two escapes; a lone half becomes U+FFFD.
-				if d.pos+1 < len(d.data) && d.data[d.pos] == '\\' && d.data[d.pos+1] == 'u' {
-					save := d.pos
-					d.pos += 2
-					r2, ok := d.hex4()
-					if ok {
-						if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-							b.WriteRune(dec)
-							continue
-						}
-					}
-					d.pos = save
-				}
-				r = utf8.RuneError
-			}
-			b.WriteRune(r)
-		default:
-			return "", d.errorf("invalid escape character %q in string", e)
-		}
+	b, err := d.finishString(append([]byte(nil), d.data[start:d.pos]...), 0)
+	if err != nil {
+		return "", err
 	}
+	return string(b), nil
 }
 
 func renderPath(path []pathElem) string {

@@ -1,6 +1,10 @@
 package codec
 
-import "fmt"
+import (
+	"fmt"
+	"unicode/utf16"
+	"unicode/utf8"
+)
 
 // lexer is a position in JSON text and the tokens that the decoder
 // (DecodeJSON) and the scanner read alike: whitespace, literals, numbers
@@ -117,4 +121,85 @@ func numberEnd[T string | []byte](data T, i int) (end int, problem string) {
 func IsJSONNumber(s string) bool {
 	end, problem := numberEnd(s, 0)
 	return problem == "" && end == len(s)
+}
+
+// finishString appends the rest of the string at the position (after the
+// part a fast path copied to dst[mark:]) up to its closing quote, escapes
+// unescaped, and makes dst[mark:] valid UTF-8 (invalid bytes become U+FFFD,
+// as with encoding/json).
+func (l *lexer) finishString(dst []byte, mark int) ([]byte, error) {
+	for {
+		if l.pos >= len(l.data) {
+			return dst, l.errorf("unexpected end of JSON input in string")
+		}
+		c := l.data[l.pos]
+		switch {
+		case c == '"':
+			l.pos++
+			if !utf8.Valid(dst[mark:]) {
+				fixed := fixUTF8(dst[mark:])
+				dst = append(dst[:mark], fixed...)
+			}
+			return dst, nil
+		case c < 0x20:
+			return dst, l.errorf("invalid control character in string")
+		case c != '\\':
+			dst = append(dst, c)
+			l.pos++
+			continue
+		}
+		l.pos++
+		var err error
+		if dst, err = l.appendEscape(dst); err != nil {
+			return dst, err
+		}
+	}
+}
+
+// appendEscape appends the character of the escape that follows a
+// backslash at the current position. A \u escape of half a surrogate pair
+// takes the next \u escape with it when the two make a pair, and is U+FFFD
+// otherwise.
+func (l *lexer) appendEscape(dst []byte) ([]byte, error) {
+	if l.pos >= len(l.data) {
+		return dst, l.errorf("unexpected end of JSON input in string escape")
+	}
+	e := l.data[l.pos]
+	l.pos++
+	switch e {
+	case '"', '\\', '/':
+		dst = append(dst, e)
+	case 'b':
+		dst = append(dst, '\b')
+	case 'f':
+		dst = append(dst, '\f')
+	case 'n':
+		dst = append(dst, '\n')
+	case 'r':
+		dst = append(dst, '\r')
+	case 't':
+		dst = append(dst, '\t')
+	case 'u':
+		r, ok := l.hex4()
+		if !ok {
+			return dst, l.errorf("invalid \\u escape")
+		}
+		if utf16.IsSurrogate(r) {
+			if l.pos+1 < len(l.data) && l.data[l.pos] == '\\' && l.data[l.pos+1] == 'u' {
+				save := l.pos
+				l.pos += 2
+				if r2, ok := l.hex4(); ok {
+					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+						return utf8.AppendRune(dst, dec), nil
+					}
+				}
+				l.pos = save
+			}
+			r = utf8.RuneError
+		}
+		dst = utf8.AppendRune(dst, r)
+	default:
+		return dst, l.errorf("invalid escape character %q in string", e)
+	}
+	return dst, nil
 }

@@ -2,7 +2,6 @@ package codec
 
 import (
 	"strconv"
-	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -201,81 +200,7 @@ func (s *scanner) appendString(dst []byte) ([]byte, error) {
 		}
 	}
 	mark := len(dst)
-	dst = append(dst, s.data[start:s.pos]...)
-	for {
-		if s.pos >= len(s.data) {
-			return dst, s.errorf("unexpected end of JSON input in string")
-		}
-		c := s.data[s.pos]
-		switch {
-		case c == '"':
-			s.pos++
-			if !utf8.Valid(dst[mark:]) {
-				fixed := fixUTF8(dst[mark:])
-				dst = append(dst[:mark], fixed...)
-			}
-			return dst, nil
-		case c < 0x20:
-			return dst, s.errorf("invalid control character in string")
-		case c != '\\':
-			dst = append(dst, c)
-			s.pos++
-			continue
-		}
-		s.pos++
-		var err error
-		if dst, err = s.appendEscape(dst); err != nil {
-			return dst, err
-		}
-	}
-}
-
-// appendEscape appends the character of the escape that follows a
-// backslash at the current position. A \u escape of half a surrogate pair
-// takes the next \u escape with it when the two make a pair, and is U+FFFD
-// otherwise.
-func (s *scanner) appendEscape(dst []byte) ([]byte, error) {
-	if s.pos >= len(s.data) {
-		return dst, s.errorf("unexpected end of JSON input in string escape")
-	}
-	e := s.data[s.pos]
-	s.pos++
-	switch e {
-	case '"', '\\', '/':
-		dst = append(dst, e)
-	case 'b':
-		dst = append(dst, '\b')
-	case 'f':
-		dst = append(dst, '\f')
-	case 'n':
-		dst = append(dst, '\n')
-	case 'r':
-		dst = append(dst, '\r')
-	case 't':
-		dst = append(dst, '\t')
-	case 'u':
-		r, ok := s.hex4()
-		if !ok {
-			return dst, s.errorf("invalid \\u escape")
-		}
-		if utf16.IsSurrogate(r) {
-			if s.pos+1 < len(s.data) && s.data[s.pos] == '\\' && s.data[s.pos+1] == 'u' {
-				save := s.pos
-				s.pos += 2
-				if r2, ok := s.hex4(); ok {
-					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-						return utf8.AppendRune(dst, dec), nil
-					}
-				}
-				s.pos = save
-			}
-			r = utf8.RuneError
-		}
-		dst = utf8.AppendRune(dst, r)
-	default:
-		return dst, s.errorf("invalid escape character %q in string", e)
-	}
-	return dst, nil
+	return s.finishString(append(dst, s.data[start:s.pos]...), mark)
 }
 
 // skipValue skips one value and returns its text. It validates the value
