@@ -142,3 +142,36 @@ func TestManagedFieldsDroppedForSize(t *testing.T) {
 		t.Fatalf("small create: %d %s", r.code, r.body)
 	}
 }
+
+// A PUT without resourceVersion to a custom resource that does not exist
+// is a 404, as kube-apiserver answers: the resourceVersion is required only
+// to update an object that exists (422 then).
+func TestPutMissingCustomResourceIsNotFound(t *testing.T) {
+	_, ts := newTestServer(t)
+	const body = `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1}}`
+	do(t, ts, "PUT", wdPath+"/w", body).status(t, 404, meta.StatusReasonNotFound)
+	if r := do(t, ts, "POST", wdPath, body); r.code != 201 {
+		t.Fatalf("create: %d %s", r.code, r.body)
+	}
+	st := do(t, ts, "PUT", wdPath+"/w", body).status(t, 422, meta.StatusReasonInvalid)
+	if !strings.Contains(st.Message, "must be specified for an update") {
+		t.Fatalf("PUT without resourceVersion: %q", st.Message)
+	}
+}
+
+// A value of the wrong JSON type is a decoding error (400) for a built-in
+// type, whatever the fieldValidation level, and a 422 for a custom one, as
+// kube-apiserver answers.
+func TestWrongTypeIsBadRequestForBuiltins(t *testing.T) {
+	_, ts := newTestServer(t)
+	for _, q := range []string{"", "?fieldValidation=Ignore", "?fieldValidation=Strict"} {
+		st := do(t, ts, "POST", cmPath+q, `{"metadata":{"name":"a"},"data":{"a":1}}`).status(t, 400, meta.StatusReasonBadRequest)
+		if !strings.Contains(st.Message, `ConfigMap in version "v1" cannot be handled as a ConfigMap`) {
+			t.Fatalf("POST%s: %q", q, st.Message)
+		}
+	}
+	do(t, ts, "POST", cmPath, `{"metadata":{"name":"a"},"data":{"a":"1"}}`)
+	do(t, ts, "PUT", cmPath+"/a", `{"metadata":{"name":"a"},"data":{"a":true}}`).status(t, 400, meta.StatusReasonBadRequest)
+	do(t, ts, "PATCH", cmPath+"/a", `{"data":{"a":[1]}}`, "Content-Type", "application/merge-patch+json").status(t, 400, meta.StatusReasonBadRequest)
+	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":"big"}}`).status(t, 422, meta.StatusReasonInvalid)
+}

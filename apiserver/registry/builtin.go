@@ -47,6 +47,7 @@ func Namespaces() Resource {
 			UnconditionalUpdate: true,
 			NoGeneration:        true,
 			OmitItemTypeMeta:    true,
+			TypedDecoding:       true,
 			NameValidation:      meta.IsDNS1123Label,
 		},
 		Strategy: Strategy{
@@ -162,6 +163,7 @@ func ConfigMaps() Resource {
 			UnconditionalUpdate: true,
 			NoGeneration:        true,
 			OmitItemTypeMeta:    true,
+			TypedDecoding:       true,
 		},
 		Strategy: Strategy{
 			Validate: func(_ context.Context, obj Object) meta.ErrorList { return validateConfigMap(obj) },

@@ -92,6 +92,12 @@ type Options struct {
 	// as kube-apiserver does for built-in types. Default false (items carry
 	// them, as custom resource lists do).
 	OmitItemTypeMeta bool
+	// TypedDecoding makes a value of the wrong JSON type in a body (a number
+	// where the schema says string) a 400 BadRequest, as kube-apiserver
+	// answers for its built-in types, which it decodes into Go structs,
+	// whatever the fieldValidation level. Default false: 422 Invalid, as
+	// for custom resources.
+	TypedDecoding bool
 	// NameValidation checks metadata.name and returns one message per problem.
 	// Default: a DNS-1123 subdomain.
 	NameValidation func(name string) []string

@@ -242,7 +242,7 @@ func (s *Store) Create(ctx context.Context, ns string, obj Object, opts WriteOpt
 	obj = areq.Object
 	s.manageFields(nil, obj, obj, opts)
 	if errs := s.validate(ctx, obj, nil); len(errs) > 0 {
-		return nil, meta.NewInvalid(res.GroupVersionKind(), name, errs)
+		return nil, s.invalid(name, errs)
 	}
 	if err := s.admit(ctx, false, areq); err != nil {
 		return nil, err
@@ -295,15 +295,11 @@ func (s *Store) Update(ctx context.Context, ns, name string, obj Object, opts Wr
 		}
 	}
 	var expected int64
-	switch rvs, _ := md["resourceVersion"].(string); {
-	case rvs != "":
+	rvs, _ := md["resourceVersion"].(string)
+	if rvs != "" {
 		if expected, err = parseObjectRV(rvs); err != nil {
 			return nil, err
 		}
-	case !res.Options.UnconditionalUpdate:
-		return nil, meta.NewInvalid(res.GroupVersionKind(), name, meta.ErrorList{
-			meta.Invalid(meta.NewPath("metadata", "resourceVersion"), 0, "must be specified for an update"),
-		})
 	}
 	st := s.reg.cfg.Storage
 	key := s.key(ns, name)
@@ -313,6 +309,13 @@ func (s *Store) Update(ctx context.Context, ns, name string, obj Object, opts Wr
 		cur, err := st.Get(ctx, key, 0)
 		if err != nil {
 			return nil, storageError(err, gr, name)
+		}
+		if rvs == "" && !res.Options.UnconditionalUpdate {
+			// Only an object that exists needs one: a missing one is a 404,
+			// as kube-apiserver answers.
+			return nil, meta.NewInvalid(res.GroupVersionKind(), name, meta.ErrorList{
+				meta.Invalid(meta.NewPath("metadata", "resourceVersion"), 0, "must be specified for an update"),
+			})
 		}
 		if expected != 0 && cur.Revision != expected {
 			return nil, meta.NewConflict(gr, name, meta.ConflictModified)
@@ -360,7 +363,7 @@ func (s *Store) Update(ctx context.Context, ns, name string, obj Object, opts Wr
 			errs = s.validate(ctx, next, old)
 		}
 		if len(errs) > 0 {
-			return nil, meta.NewInvalid(res.GroupVersionKind(), name, errs)
+			return nil, s.invalid(name, errs)
 		}
 		if err := s.admit(ctx, false, areq); err != nil {
 			return nil, err
@@ -577,6 +580,22 @@ func (s *Store) validate(ctx context.Context, obj, old Object) meta.ErrorList {
 		errs = append(errs, h(ctx, obj)...)
 	}
 	return errs
+}
+
+// invalid is the answer to an object that fails validation: 422 Invalid,
+// or, for a type with Options.TypedDecoding, a 400 for a value of the wrong
+// JSON type, as kube-apiserver's decoding into Go structs answers.
+func (s *Store) invalid(name string, errs meta.ErrorList) error {
+	res := s.res
+	if res.Options.TypedDecoding {
+		for _, e := range errs {
+			if e.Type == meta.CauseTypeTypeInvalid && e.BadValue != "null" {
+				return meta.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %s: %s",
+					res.Kind, res.Version, res.Kind, e.Field, e.Detail))
+			}
+		}
+	}
+	return meta.NewInvalid(res.GroupVersionKind(), name, errs)
 }
 
 // schemaValidate validates everything but metadata, which the server
