@@ -52,9 +52,11 @@ type PriorityLevel struct {
 	// SeatsPerFlow bounds the seats one user holds at once. Default: a
 	// quarter of Seats, at least 1.
 	SeatsPerFlow int
-	// QueueLength bounds the requests one user has waiting (and the level
-	// holds at most Seats waiting in all); beyond it the answer is 429.
-	// Default 50, as kube-apiserver; negative: no queue.
+	// QueueLength bounds the requests one user has waiting; beyond it the
+	// answer is 429. The level holds at most four times Seats waiting in
+	// all, and when that is full the user with the longest queue gives its
+	// newest place to a user with a shorter one. Default 50, as
+	// kube-apiserver; negative: no queue.
 	QueueLength int
 }
 
