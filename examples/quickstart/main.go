@@ -212,7 +212,8 @@ func openAudit(cfg *apiserver.Config, path string, logger *slog.Logger) (func(),
 }
 
 // newAPI makes the API with its metrics (served at /metrics, authorized as
-// a non-resource URL) and registers configmaps and widgets.
+// a non-resource URL) and registers the built-in configmaps, secrets and
+// leases, and widgets.
 func newAPI(ctx context.Context, cfg apiserver.Config) (*apiserver.Server, error) {
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -224,7 +225,7 @@ func newAPI(ctx context.Context, cfg apiserver.Config) (*apiserver.Server, error
 	}
 	wd, err := widgets()
 	if err == nil {
-		for _, res := range []registry.Resource{registry.ConfigMaps(), wd} {
+		for _, res := range []registry.Resource{registry.ConfigMaps(), registry.Secrets(), registry.Leases(), wd} {
 			if err = api.Register(res); err != nil {
 				break
 			}
