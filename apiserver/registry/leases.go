@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -81,6 +82,15 @@ func checkLeaseBody(obj Object) error {
 			if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
 				return DecodeError("Lease", "v1", err)
 			}
+		}
+	}
+	for _, f := range []string{"leaseDurationSeconds", "leaseTransitions"} {
+		v, ok := spec[f]
+		if !ok || !meta.IsNumber(v) {
+			continue // absent, or not a number: the schema says so
+		}
+		if n, ok := meta.AsInt64(v); !ok || n != int64(int32(n)) {
+			return DecodeError("Lease", "v1", fmt.Errorf("json: cannot unmarshal number %v into Go struct field LeaseSpec.spec.%s of type int32", v, f))
 		}
 	}
 	return nil
