@@ -184,7 +184,7 @@ func TestSecretProtobuf(t *testing.T) {
 	entry(2, "bin", []byte{0, 1, 0xff}) // data
 	wire = protowire.AppendTag(wire, 3, protowire.BytesType)
 	wire = protowire.AppendString(wire, "kubernetes.io/tls") // type
-	entry(4, "plain", []byte("text")) // stringData
+	entry(4, "plain", []byte("text"))                        // stringData
 	wire = protowire.AppendTag(wire, 5, protowire.VarintType)
 	wire = protowire.AppendVarint(wire, 1) // immutable
 
