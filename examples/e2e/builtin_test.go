@@ -20,6 +20,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
 // tlsPair writes a self-signed certificate and its key, as kubectl create
@@ -301,5 +304,70 @@ func TestClientGoSecretsProtobuf(t *testing.T) {
 	list, err := cs.CoreV1().Secrets("default").List(t.Context(), metav1.ListOptions{})
 	if err != nil || len(list.Items) != 1 || string(list.Items[0].Data["password"]) != "pw" {
 		t.Errorf("list: %v %+v", err, list)
+	}
+}
+
+// TestControllerRuntimeLeaderElection: two controller-runtime managers with
+// LeaderElection: true (a Lease in kube-system); the second is elected when
+// the first stops and releases the lease.
+func TestControllerRuntimeLeaderElection(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	lease, renew, retry := 2*time.Second, time.Second, 200*time.Millisecond
+	start := func() (manager.Manager, context.CancelFunc, chan error) {
+		mgr, err := ctrl.NewManager(s.RESTConfig(t), ctrl.Options{
+			Metrics:                       metricsserver.Options{BindAddress: "0"},
+			HealthProbeBindAddress:        "0",
+			LeaderElection:                true,
+			LeaderElectionID:              "e2e-manager",
+			LeaderElectionNamespace:       "kube-system",
+			LeaderElectionReleaseOnCancel: true,
+			LeaseDuration:                 &lease,
+			RenewDeadline:                 &renew,
+			RetryPeriod:                   &retry,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- mgr.Start(ctx) }()
+		t.Cleanup(func() { cancel(); <-done })
+		return mgr, cancel, done
+	}
+	elected := func(mgr manager.Manager, within time.Duration) bool {
+		select {
+		case <-mgr.Elected():
+			return true
+		case <-time.After(within):
+			return false
+		}
+	}
+	first, stopFirst, firstDone := start()
+	if !elected(first, 20*time.Second) {
+		t.Fatal("the first manager was not elected")
+	}
+	second, _, _ := start()
+	if elected(second, 3*time.Second) {
+		t.Fatal("the second manager was elected while the first leads")
+	}
+	stopFirst()
+	if err := <-firstDone; err != nil {
+		t.Errorf("first manager: %v", err)
+	}
+	firstDone <- nil // for the cleanup
+	if !elected(second, 20*time.Second) {
+		t.Fatal("the second manager was not elected after the first stopped")
+	}
+	cs, err := kubernetes.NewForConfig(s.RESTConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := cs.CoordinationV1().Leases("kube-system").Get(t.Context(), "e2e-manager", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" || l.Spec.LeaseTransitions == nil || *l.Spec.LeaseTransitions != 1 {
+		t.Errorf("lease: %+v", l.Spec)
 	}
 }
