@@ -1,6 +1,6 @@
 // Command quickstart is a standalone kapi server on the embedded Badger store.
-// It serves core v1 namespaces and configmaps and the example.dev/v1 widgets
-// type (with the custom subresources widgets/restart, widgets/log and
+// It serves core v1 namespaces, configmaps and secrets, coordination.k8s.io/v1
+// leases, and the example.dev/v1 widgets type (with the custom subresources widgets/restart, widgets/log and
 // widgets/health: docs/extension.md) over HTTPS (a CA, a serving
 // certificate and an admin token are created in <data-dir>/pki on first
 // start), and writes a kubeconfig so that kubectl works with no set-up:
