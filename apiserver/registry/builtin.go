@@ -177,11 +177,7 @@ func ConfigMaps() Resource {
 			}},
 			ageColumn,
 		},
-		Options: Options{
-			UnconditionalUpdate: true,
-			NoGeneration:        true,
-			OmitItemTypeMeta:    true,
-		},
+		Options: builtinOptions,
 		Strategy: Strategy{
 			Validate: func(_ context.Context, obj Object) meta.ErrorList { return validateConfigMap(obj) },
 			ValidateUpdate: func(_ context.Context, obj, old Object) meta.ErrorList {
@@ -208,6 +204,18 @@ func immutableDataErrors(obj, old Object, fields ...string) meta.ErrorList {
 		}
 	}
 	return errs
+}
+
+// builtinOptions are the Options of kube-apiserver's built-in types
+// without a spec (configmaps, secrets).
+var builtinOptions = Options{UnconditionalUpdate: true, NoGeneration: true, OmitItemTypeMeta: true}
+
+// prepareEveryWrite returns st with both prepare hooks running fn: what a
+// built-in type does to every object written, created or updated.
+func (st Strategy) prepareEveryWrite(fn func(Object)) Strategy {
+	st.PrepareForCreate = func(_ context.Context, obj Object) { fn(obj) }
+	st.PrepareForUpdate = func(_ context.Context, obj, _ Object) { fn(obj) }
+	return st
 }
 
 var ageColumn = Column{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp",

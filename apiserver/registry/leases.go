@@ -65,11 +65,9 @@ func Leases() Resource {
 			OmitItemTypeMeta: true,
 		},
 		Strategy: Strategy{
-			CheckBody:        checkLeaseBody,
-			PrepareForCreate: func(_ context.Context, obj Object) { normalizeLeaseTimes(obj) },
-			PrepareForUpdate: func(_ context.Context, obj, _ Object) { normalizeLeaseTimes(obj) },
-			Validate:         func(_ context.Context, obj Object) meta.ErrorList { return validateLease(obj) },
-		},
+			CheckBody: checkLeaseBody,
+			Validate:  func(_ context.Context, obj Object) meta.ErrorList { return validateLease(obj) },
+		}.prepareEveryWrite(normalizeLeaseTimes),
 	}
 }
 

@@ -62,16 +62,10 @@ func Secrets() Resource {
 			}},
 			ageColumn,
 		},
-		Options: Options{
-			UnconditionalUpdate: true,
-			NoGeneration:        true,
-			OmitItemTypeMeta:    true,
-		},
+		Options: builtinOptions,
 		Strategy: Strategy{
-			CheckBody:        checkSecretBody,
-			PrepareForCreate: func(_ context.Context, obj Object) { prepareSecret(obj) },
-			PrepareForUpdate: func(_ context.Context, obj, _ Object) { prepareSecret(obj) },
-			Validate:         func(_ context.Context, obj Object) meta.ErrorList { return validateSecret(obj) },
+			CheckBody: checkSecretBody,
+			Validate:  func(_ context.Context, obj Object) meta.ErrorList { return validateSecret(obj) },
 			ValidateUpdate: func(_ context.Context, obj, old Object) meta.ErrorList {
 				var errs meta.ErrorList
 				if t, ot := obj["type"], old["type"]; t != ot {
@@ -80,7 +74,7 @@ func Secrets() Resource {
 				errs = append(errs, immutableDataErrors(obj, old, "data")...)
 				return append(errs, validateSecret(obj)...)
 			},
-		},
+		}.prepareEveryWrite(prepareSecret),
 	}
 }
 

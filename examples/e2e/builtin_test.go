@@ -2,14 +2,8 @@ package e2e
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
-	"math/big"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -25,28 +19,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
-// tlsPair writes a self-signed certificate and its key, as kubectl create
-// secret tls reads them.
-func tlsPair(t *testing.T) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kapi.test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return writeFile(t, "tls.crt", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))),
-		writeFile(t, "tls.key", string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})))
-}
-
 // TestKubectlSecrets: kubectl's secret generators, the Table, stringData
 // merged into data and never shown, kube-apiserver's answers to bad data.
 func TestKubectlSecrets(t *testing.T) {
@@ -55,8 +27,9 @@ func TestKubectlSecrets(t *testing.T) {
 	s := startServer(t)
 
 	s.MustKubectl(t, "create", "secret", "generic", "gen", "--from-literal=user=admin", "--from-literal=pass=s3cret")
-	crt, key := tlsPair(t)
-	s.MustKubectl(t, "create", "secret", "tls", "web", "--cert", crt, "--key", key)
+	// The server's own serving certificate and key (in <data-dir>/pki).
+	pki := filepath.Join(s.DataDir, "pki")
+	s.MustKubectl(t, "create", "secret", "tls", "web", "--cert", filepath.Join(pki, "server.crt"), "--key", filepath.Join(pki, "server.key"))
 	s.MustKubectl(t, "create", "secret", "docker-registry", "reg", "--docker-server=registry.test", "--docker-username=u", "--docker-password=p")
 
 	out := s.MustKubectl(t, "get", "secrets")
