@@ -54,7 +54,10 @@ type Config struct {
 	// Version is reported by /version. Default: a Kubernetes 1.36 compatible
 	// version marked as kapi.
 	Version VersionInfo
-	// DefaultNamespaces are created at start when missing. Default: "default".
+	// DefaultNamespaces are created at start when missing. Default: "default",
+	// "kube-system", "kube-public" and "kube-node-lease", as kube-apiserver.
+	// Whatever this holds, "default", "kube-system" and "kube-public" may not be
+	// deleted, as in Kubernetes.
 	DefaultNamespaces []string
 	// DisableControllers turns off the in-process controllers (namespace
 	// cleanup and garbage collection, package controllers), e.g. where
@@ -333,7 +336,7 @@ func (cfg *Config) setDefaults() {
 		cfg.MaxHeaderBytes = 1 << 20
 	}
 	if cfg.DefaultNamespaces == nil {
-		cfg.DefaultNamespaces = []string{"default"}
+		cfg.DefaultNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
 	}
 }
 

@@ -38,6 +38,7 @@ func Namespaces() Resource {
 "spec":{"type":"object","description":"Spec defines the behavior of the Namespace.","properties":{"finalizers":{"type":"array","items":{"type":"string"},"description":"Finalizers is an opaque list of values that must be empty to permanently remove object from storage."}}},
 "status":{"type":"object","description":"Status describes the current status of a Namespace.","properties":{"phase":{"type":"string","description":"Phase is the current lifecycle phase of the namespace."},"conditions":{"type":"array","items":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}}}}`),
 		Subresources: Subresources{Status: true},
+		Admission:    []AdmissionHook{immortalNamespaces},
 		Protobuf:     namespaceMessage,
 		PrinterColumns: []Column{
 			{Name: "Status", Type: "string", JSONPath: ".status.phase", Description: "The phase of the namespace."},
@@ -119,6 +120,24 @@ var (
 	)
 )
 
+// immortalNamespaceNames are the namespaces that may not be deleted, as
+// kube-apiserver's NamespaceLifecycle admission refuses to delete them.
+var immortalNamespaceNames = []string{"default", "kube-system", "kube-public"}
+
+// immortalNamespaces refuses the deletion of immortalNamespaceNames with
+// kube-apiserver's 403.
+var immortalNamespaces = AdmissionHook{
+	Name:        "NamespaceLifecycle",
+	Operations:  []Operation{OperationDelete},
+	SideEffects: SideEffectsNone,
+	Validate: func(_ context.Context, req *AdmissionRequest) error {
+		if contains(immortalNamespaceNames, req.Name) {
+			return meta.NewForbidden(meta.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}, req.Name, "this namespace may not be deleted")
+		}
+		return nil
+	},
+}
+
 // NamespaceFinalizer is the spec finalizer of every namespace: the namespace
 // controller removes it once the namespace is empty.
 const NamespaceFinalizer = "kubernetes"
@@ -159,31 +178,47 @@ func ConfigMaps() Resource {
 			}},
 			ageColumn,
 		},
-		Options: Options{
-			UnconditionalUpdate: true,
-			NoGeneration:        true,
-			OmitItemTypeMeta:    true,
-			TypedDecoding:       true,
-		},
+		Options: builtinOptions(),
 		Strategy: Strategy{
 			Validate: func(_ context.Context, obj Object) meta.ErrorList { return validateConfigMap(obj) },
 			ValidateUpdate: func(_ context.Context, obj, old Object) meta.ErrorList {
-				errs := validateConfigMap(obj)
-				if oldImm, _ := old["immutable"].(bool); oldImm {
-					if imm, _ := obj["immutable"].(bool); !imm {
-						errs = append(errs, meta.Forbidden(meta.NewPath("immutable"), "field is immutable when `immutable` is set"))
-					}
-					if !meta.DeepEqual(obj["data"], old["data"]) {
-						errs = append(errs, meta.Forbidden(meta.NewPath("data"), "field is immutable when `immutable` is set"))
-					}
-					if !meta.DeepEqual(obj["binaryData"], old["binaryData"]) {
-						errs = append(errs, meta.Forbidden(meta.NewPath("binaryData"), "field is immutable when `immutable` is set"))
-					}
-				}
-				return errs
+				return append(immutableDataErrors(obj, old, "data", "binaryData"), validateConfigMap(obj)...)
 			},
 		},
 	}
+}
+
+// immutableDataErrors is what an update of an object with immutable: true
+// (a configmap or secret) may not do: unset immutable or change any of the
+// fields.
+func immutableDataErrors(obj, old Object, fields ...string) meta.ErrorList {
+	if oldImm, _ := old["immutable"].(bool); !oldImm {
+		return nil
+	}
+	var errs meta.ErrorList
+	if imm, _ := obj["immutable"].(bool); !imm {
+		errs = append(errs, meta.Forbidden(meta.NewPath("immutable"), "field is immutable when `immutable` is set"))
+	}
+	for _, f := range fields {
+		if !meta.DeepEqual(obj[f], old[f]) {
+			errs = append(errs, meta.Forbidden(meta.NewPath(f), "field is immutable when `immutable` is set"))
+		}
+	}
+	return errs
+}
+
+// builtinOptions are the Options of kube-apiserver's built-in types
+// without a spec (configmaps, secrets).
+func builtinOptions() Options {
+	return Options{UnconditionalUpdate: true, NoGeneration: true, OmitItemTypeMeta: true, TypedDecoding: true}
+}
+
+// prepareEveryWrite returns st with both prepare hooks running fn: what a
+// built-in type does to every object written, created or updated.
+func (st Strategy) prepareEveryWrite(fn func(Object)) Strategy {
+	st.PrepareForCreate = func(_ context.Context, obj Object) { fn(obj) }
+	st.PrepareForUpdate = func(_ context.Context, obj, _ Object) { fn(obj) }
+	return st
 }
 
 var ageColumn = Column{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp",

@@ -145,6 +145,11 @@ type Column struct {
 // Strategy holds optional hooks into the generic lifecycle. Each receives the
 // generic object after defaulting and pruning; mutations are kept.
 type Strategy struct {
+	// CheckBody refuses a request body before anything else is done with
+	// it, as kube-apiserver's decoding into a built-in type's Go struct
+	// does (a string that is not base64 where the struct has []byte, say).
+	// Return a *meta.StatusError: DecodeError makes kube-apiserver's 400.
+	CheckBody func(obj Object) error
 	// PrepareForCreate adjusts a new object before validation.
 	PrepareForCreate func(ctx context.Context, obj Object)
 	// PrepareForUpdate adjusts an updated object before validation; old is

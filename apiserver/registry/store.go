@@ -466,6 +466,11 @@ func (s *Store) prepareBody(obj Object, ns string, opts WriteOptions) (map[strin
 	if _, err := metadataOf(obj); err != nil {
 		return nil, nil, err
 	}
+	if h := s.res.Strategy.CheckBody; h != nil {
+		if err := h(obj); err != nil {
+			return nil, nil, err
+		}
+	}
 	warnings, err := s.pruneAndDefault(obj, opts)
 	if err != nil {
 		return nil, nil, err

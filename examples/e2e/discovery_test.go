@@ -26,8 +26,9 @@ type wantResource struct {
 	categories   []string
 }
 
-// The three resources of the quickstart, as kube-apiserver v1.36 describes
-// them (configmaps and namespaces built in, widgets from widgets-crd.yaml).
+// The resources of the quickstart, as kube-apiserver v1.36 describes them
+// (namespaces, configmaps, secrets and leases built in, widgets from
+// widgets-crd.yaml).
 var quickstartResources = []wantResource{
 	{
 		groupVersion: "v1", name: "namespaces", kind: "Namespace", singular: "namespace",
@@ -40,6 +41,16 @@ var quickstartResources = []wantResource{
 		namespaced: true,
 		verbs:      []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"},
 		shortNames: []string{"cm"},
+	},
+	{
+		groupVersion: "v1", name: "secrets", kind: "Secret", singular: "secret",
+		namespaced: true,
+		verbs:      []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"},
+	},
+	{
+		groupVersion: "coordination.k8s.io/v1", name: "leases", kind: "Lease", singular: "lease",
+		namespaced: true,
+		verbs:      []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"},
 	},
 	{
 		groupVersion: "example.dev/v1", name: "widgets", kind: "Widget", singular: "widget",

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,6 +88,16 @@ func TestProtobufWireCompatibility(t *testing.T) {
 	ns := &corev1.Namespace{ObjectMeta: fullMeta(), Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes"}},
 		Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating, Conditions: []corev1.NamespaceCondition{{Type: corev1.NamespaceDeletionContentFailure, Status: corev1.ConditionTrue, LastTransitionTime: ts, Reason: "R", Message: "M"}}}}
 	checkBothWays(t, "Namespace", registry.Namespaces().Protobuf, ns, func() protoObject { return &corev1.Namespace{} })
+
+	secret := &corev1.Secret{ObjectMeta: fullMeta(), Data: map[string][]byte{"bin": {0, 1, 255}, "empty": {}}, StringData: map[string]string{"s": "v"},
+		Type: corev1.SecretTypeTLS, Immutable: &immutable}
+	checkBothWays(t, "Secret", registry.Secrets().Protobuf, secret, func() protoObject { return &corev1.Secret{} })
+
+	holder, dur, trans, strategy, preferred := "", int32(15), int32(0), coordinationv1.OldestEmulationVersion, "b"
+	acquire, renew := metav1.NewMicroTime(time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)), metav1.NewMicroTime(time.Date(2026, 1, 2, 3, 4, 6, 999999000, time.UTC))
+	lease := &coordinationv1.Lease{ObjectMeta: fullMeta(), Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &dur,
+		AcquireTime: &acquire, RenewTime: &renew, LeaseTransitions: &trans, Strategy: &strategy, PreferredHolder: &preferred}}
+	checkBothWays(t, "Lease", registry.Leases().Protobuf, lease, func() protoObject { return &coordinationv1.Lease{} })
 
 	rem := int64(3)
 	list := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "9", Continue: "tok", RemainingItemCount: &rem}, Items: []corev1.ConfigMap{*cm, {ObjectMeta: metav1.ObjectMeta{Name: "x"}}}}

@@ -1,6 +1,6 @@
 // Command quickstart is a standalone kapi server on the embedded Badger store.
-// It serves core v1 namespaces and configmaps and the example.dev/v1 widgets
-// type (with the custom subresources widgets/restart, widgets/log and
+// It serves core v1 namespaces, configmaps and secrets, coordination.k8s.io/v1
+// leases, and the example.dev/v1 widgets type (with the custom subresources widgets/restart, widgets/log and
 // widgets/health: docs/extension.md) over HTTPS (a CA, a serving
 // certificate and an admin token are created in <data-dir>/pki on first
 // start), and writes a kubeconfig so that kubectl works with no set-up:
@@ -212,7 +212,8 @@ func openAudit(cfg *apiserver.Config, path string, logger *slog.Logger) (func(),
 }
 
 // newAPI makes the API with its metrics (served at /metrics, authorized as
-// a non-resource URL) and registers configmaps and widgets.
+// a non-resource URL) and registers the built-in configmaps, secrets and
+// leases, and widgets.
 func newAPI(ctx context.Context, cfg apiserver.Config) (*apiserver.Server, error) {
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -224,7 +225,7 @@ func newAPI(ctx context.Context, cfg apiserver.Config) (*apiserver.Server, error
 	}
 	wd, err := widgets()
 	if err == nil {
-		for _, res := range []registry.Resource{registry.ConfigMaps(), wd} {
+		for _, res := range []registry.Resource{registry.ConfigMaps(), registry.Secrets(), registry.Leases(), wd} {
 			if err = api.Register(res); err != nil {
 				break
 			}
