@@ -324,48 +324,10 @@ func (s *Store) Update(ctx context.Context, ns, name string, obj Object, opts Wr
 		if err != nil {
 			return nil, meta.NewInternalError(err)
 		}
-		var next Object
-		if opts.Subresource == "finalize" {
-			// A namespace's /finalize changes spec.finalizers only.
-			next = shallowCopyWithMeta(old)
-			spec, _ := next["spec"].(map[string]any)
-			spec = shallowCopy(spec)
-			fins, _, _ := meta.NestedSlice(obj, "spec", "finalizers")
-			if fins != nil {
-				spec["finalizers"] = fins
-			} else {
-				delete(spec, "finalizers")
-			}
-			next["spec"] = spec
-		} else if opts.Subresource == "status" {
-			// A status write changes .status only; everything else stays.
-			next = shallowCopyWithMeta(old)
-			if st, ok := obj["status"]; ok {
-				next["status"] = st
-			} else {
-				delete(next, "status")
-			}
-		} else {
-			next = shallowCopyWithMeta(obj)
-			s.prepareUpdate(next, old)
-			if h := res.Strategy.PrepareForUpdate; h != nil {
-				h(ctx, next, old)
-			}
-		}
-		areq := &AdmissionRequest{Operation: OperationUpdate, Subresource: opts.Subresource, Namespace: ns, Name: name, Object: next, OldObject: old, DryRun: opts.DryRun}
-		if err := s.admit(ctx, true, areq); err != nil {
-			return nil, err
-		}
-		next = areq.Object
-		s.manageFields(old, next, obj, opts)
-		errs := checkFinalizersOnUpdate(next, old)
-		if len(errs) == 0 {
-			errs = s.validate(ctx, next, old)
-		}
-		if len(errs) > 0 {
-			return nil, s.invalid(name, errs)
-		}
-		if err := s.admit(ctx, false, areq); err != nil {
+		areq := &AdmissionRequest{Operation: OperationUpdate, Subresource: opts.Subresource, Namespace: ns, Name: name,
+			Object: s.updated(ctx, obj, old, opts.Subresource), OldObject: old, DryRun: opts.DryRun}
+		next, err := s.admitUpdate(ctx, areq, obj, opts)
+		if err != nil {
 			return nil, err
 		}
 		enc, err := encodeStoredInto(buf, next)
@@ -404,6 +366,60 @@ func (s *Store) Update(ctx context.Context, ns, name string, obj Object, opts Wr
 		setRV(next, rev)
 		return &Result{JSON: so.objectJSON(rev), Object: next, Warnings: warnings}, nil
 	}
+}
+
+// updated is the object an update of old with obj writes, before
+// admission: for /finalize old with obj's spec.finalizers, for /status old
+// with obj's status, else obj prepared for the update.
+func (s *Store) updated(ctx context.Context, obj, old Object, subresource string) Object {
+	switch subresource {
+	case "finalize":
+		next := shallowCopyWithMeta(old)
+		spec, _ := next["spec"].(map[string]any)
+		spec = shallowCopy(spec)
+		if fins, _, _ := meta.NestedSlice(obj, "spec", "finalizers"); fins != nil {
+			spec["finalizers"] = fins
+		} else {
+			delete(spec, "finalizers")
+		}
+		next["spec"] = spec
+		return next
+	case "status":
+		next := shallowCopyWithMeta(old)
+		if st, ok := obj["status"]; ok {
+			next["status"] = st
+		} else {
+			delete(next, "status")
+		}
+		return next
+	}
+	next := shallowCopyWithMeta(obj)
+	s.prepareUpdate(next, old)
+	if h := s.res.Strategy.PrepareForUpdate; h != nil {
+		h(ctx, next, old)
+	}
+	return next
+}
+
+// admitUpdate runs an update's mutating admission, field management,
+// validation and validating admission, and returns the object to write.
+func (s *Store) admitUpdate(ctx context.Context, areq *AdmissionRequest, obj Object, opts WriteOptions) (Object, error) {
+	if err := s.admit(ctx, true, areq); err != nil {
+		return nil, err
+	}
+	next, old := areq.Object, areq.OldObject
+	s.manageFields(old, next, obj, opts)
+	errs := checkFinalizersOnUpdate(next, old)
+	if len(errs) == 0 {
+		errs = s.validate(ctx, next, old)
+	}
+	if len(errs) > 0 {
+		return nil, s.invalid(areq.Name, errs)
+	}
+	if err := s.admit(ctx, false, areq); err != nil {
+		return nil, err
+	}
+	return next, nil
 }
 
 // manageFields sets next's metadata.managedFields for a write (the one
