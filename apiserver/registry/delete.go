@@ -55,14 +55,8 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts DeleteOptions)
 		return nil, err
 	}
 	gr := s.res.GroupResource()
-	switch opts.PropagationPolicy {
-	case "", PropagationOrphan, PropagationBackground, PropagationForeground:
-	default:
-		return nil, meta.NewInvalidOptions("DeleteOptions", meta.ErrorList{meta.NotSupported(meta.NewPath("propagationPolicy"), opts.PropagationPolicy,
-			[]string{PropagationForeground, PropagationBackground, PropagationOrphan})})
-	}
-	if opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds < 0 {
-		return nil, meta.NewInvalidOptions("DeleteOptions", meta.ErrorList{meta.Invalid(meta.NewPath("gracePeriodSeconds"), *opts.GracePeriodSeconds, "must be greater than or equal to 0")})
+	if err := opts.validate(); err != nil {
+		return nil, err
 	}
 	st := s.reg.cfg.Storage
 	key := s.key(ns, name)
@@ -93,14 +87,7 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts DeleteOptions)
 		if _, deleting := md["deletionTimestamp"]; deleting {
 			// Already being deleted: a later delete may only ask for the
 			// orphan or foreground behaviour it did not ask for before.
-			changed := false
-			fins := meta.GetFinalizers(obj)
-			switch opts.PropagationPolicy {
-			case PropagationOrphan:
-				fins, changed = addFinalizer(fins, FinalizerOrphan)
-			case PropagationForeground:
-				fins, changed = addFinalizer(fins, FinalizerForeground)
-			}
+			fins, changed := opts.withPolicyFinalizer(meta.GetFinalizers(obj))
 			if !changed || opts.DryRun {
 				return &Result{JSON: so.objectJSON(cur.Revision), Object: obj, Pending: true}, nil
 			}
@@ -112,13 +99,7 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts DeleteOptions)
 			return res, err
 		}
 
-		fins := meta.GetFinalizers(obj)
-		switch opts.PropagationPolicy {
-		case PropagationOrphan:
-			fins, _ = addFinalizer(fins, FinalizerOrphan)
-		case PropagationForeground:
-			fins, _ = addFinalizer(fins, FinalizerForeground)
-		}
+		fins, _ := opts.withPolicyFinalizer(meta.GetFinalizers(obj))
 		pending := len(fins) > 0 || (s.res.Strategy.PendingFinalization != nil && s.res.Strategy.PendingFinalization(obj))
 		if !pending {
 			if opts.DryRun {
@@ -135,19 +116,7 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts DeleteOptions)
 			return &Result{JSON: so.objectJSON(cur.Revision), Object: obj}, nil
 		}
 		// Graceful: mark the object and let its finalizers run.
-		meta.SetFinalizers(obj, fins)
-		md["deletionTimestamp"] = meta.NewTime(s.reg.cfg.Now()).UTC().Format(meta.TimeFormat)
-		grace := int64(0)
-		if opts.GracePeriodSeconds != nil {
-			grace = *opts.GracePeriodSeconds
-		}
-		md["deletionGracePeriodSeconds"] = grace
-		if !s.res.Options.NoGeneration {
-			md["generation"] = meta.GetGeneration(obj) + 1
-		}
-		if h := s.res.Strategy.PrepareForDelete; h != nil {
-			h(ctx, obj)
-		}
+		s.markDeleting(ctx, obj, fins, opts)
 		if opts.DryRun {
 			enc, err := encodeStored(obj)
 			if err != nil {
@@ -161,6 +130,53 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts DeleteOptions)
 			continue
 		}
 		return res, err
+	}
+}
+
+// validate refuses a propagation policy or grace period kube-apiserver
+// refuses (422).
+func (opts DeleteOptions) validate() error {
+	switch opts.PropagationPolicy {
+	case "", PropagationOrphan, PropagationBackground, PropagationForeground:
+	default:
+		return meta.NewInvalidOptions("DeleteOptions", meta.ErrorList{meta.NotSupported(meta.NewPath("propagationPolicy"), opts.PropagationPolicy,
+			[]string{PropagationForeground, PropagationBackground, PropagationOrphan})})
+	}
+	if opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds < 0 {
+		return meta.NewInvalidOptions("DeleteOptions", meta.ErrorList{meta.Invalid(meta.NewPath("gracePeriodSeconds"), *opts.GracePeriodSeconds, "must be greater than or equal to 0")})
+	}
+	return nil
+}
+
+// withPolicyFinalizer adds the finalizer of the orphan or foreground
+// policy to fins, reporting whether it was not there yet.
+func (opts DeleteOptions) withPolicyFinalizer(fins []string) ([]string, bool) {
+	switch opts.PropagationPolicy {
+	case PropagationOrphan:
+		return addFinalizer(fins, FinalizerOrphan)
+	case PropagationForeground:
+		return addFinalizer(fins, FinalizerForeground)
+	}
+	return fins, false
+}
+
+// markDeleting sets what a graceful deletion writes: the finalizers, the
+// deletion timestamp and grace period, the next generation, and the type's
+// own PrepareForDelete.
+func (s *Store) markDeleting(ctx context.Context, obj Object, fins []string, opts DeleteOptions) {
+	md := obj["metadata"].(map[string]any)
+	meta.SetFinalizers(obj, fins)
+	md["deletionTimestamp"] = meta.NewTime(s.reg.cfg.Now()).UTC().Format(meta.TimeFormat)
+	grace := int64(0)
+	if opts.GracePeriodSeconds != nil {
+		grace = *opts.GracePeriodSeconds
+	}
+	md["deletionGracePeriodSeconds"] = grace
+	if !s.res.Options.NoGeneration {
+		md["generation"] = meta.GetGeneration(obj) + 1
+	}
+	if h := s.res.Strategy.PrepareForDelete; h != nil {
+		h(ctx, obj)
 	}
 }
 
