@@ -140,7 +140,7 @@ func TestListsFromWatchCache(t *testing.T) {
 		cmPath + "?resourceVersion=0&limit=10",
 		cmPath + "?limit=10&resourceVersion=" + snapRV + "&resourceVersionMatch=NotOlderThan",
 		// Whole lists: a protobuf one measures its items once per state
-		// (CachedList.SizeMemo); each path is read several times.
+		// (ItemEncoding.FramedSize, remembered per snapshot); each path is read several times.
 		cmPath,
 		cmPath + "?labelSelector=odd%3Dtrue",
 		"/api/v1/configmaps",

@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,16 +18,19 @@ import (
 	"github.com/kapi-dev/kapi/codec"
 	"github.com/kapi-dev/kapi/internal/bufpool"
 	"github.com/kapi-dev/kapi/meta"
-	"github.com/kapi-dev/kapi/watch"
 )
 
-// Whole-collection lists (no limit, no continue) are streamed: each item is
-// encoded and written as it is read from storage (one page of 500 values at a
-// time) or from the watch cache's state, so the server never holds the list,
-// its items, or a decoded copy of them. Every representation of a list is
-// streamed but YAML and pretty-printed JSON (both rewrite the whole
-// document): JSON, protobuf, Table (JSON) and PartialObjectMetadataList
-// (JSON and protobuf). Paged lists are built in memory (one page).
+// Lists are streamed through one entry point, registry.Store.List, into a
+// sink per representation (jsonListSink, protobufListSink). A
+// whole-collection list (no limit, no continue) is encoded and written as it
+// is read from storage (one page of 500 values at a time) or from the watch
+// cache's state, so the server never holds the list, its items, or a
+// decoded copy of them. Every representation of a list is streamed but YAML
+// and pretty-printed JSON (both rewrite the whole document): JSON, protobuf,
+// Table (JSON) and PartialObjectMetadataList (JSON and protobuf). A page of
+// a paged list is streamed in JSON and protobuf (from storage, its values
+// are read before its first byte, which carries its continue token); Table
+// and PartialObjectMetadata pages are built in memory.
 //
 // The first gzipThreshold bytes are held back: a list that ends before is
 // written with a Content-Length and never compressed, exactly as the
@@ -47,74 +49,40 @@ import (
 // items already in the buffer: memory stays bounded at the price of
 // transcoding the items past the bound twice. See docs/representations.md.
 
-// streamList serves a whole-collection list by streaming it. It reports
-// false, having done nothing, when the request is not one it streams; it may
-// have set optsp.FromStorage then (the watch cache declined the list).
-func (s *Server) streamList(w http.ResponseWriter, r *http.Request, st *registry.Store, ns string, c codec.Choice, optsp *registry.ListOptions) bool {
-	opts := *optsp
+// streamList serves a list by streaming it: a whole-collection list in every
+// representation but YAML and pretty-printed JSON, a page in JSON and
+// protobuf. It reports false, having done nothing, when the request is not
+// one it streams.
+func (s *Server) streamList(w http.ResponseWriter, r *http.Request, st *registry.Store, ns string, c codec.Choice, opts registry.ListOptions) bool {
 	if s.bufferLists.Load() || c.Format == codec.FormatYAML || (c.Format == codec.FormatJSON && wantPretty(r, c)) {
 		return false
 	}
-	res := st.Resource()
-	ctx := r.Context()
-	paged := opts.Limit > 0 || opts.Continue != ""
-	var cl *registry.CachedList
-	if paged || (c.As == "" && c.Format == codec.FormatProtobuf && s.pbCache != nil) {
-		// From the watch cache, pages are streamed as whole lists are
-		// (their objects, continue token and count are known before the
-		// first byte); protobuf lists keep each object's encoding.
-		if c.As != "" {
-			return false
-		}
-		var ok bool
-		var err error
-		if cl, ok, err = st.ListCached(ctx, ns, opts); err != nil {
-			s.writeError(w, r, err)
-			return true
-		}
-		if !ok {
-			// Declined (a lagging cache has been waited for already):
-			// the list reads storage, here or in the buffered path.
-			opts.FromStorage, optsp.FromStorage = true, true
-			if paged {
-				return false // one page in memory
-			}
-		}
+	if (opts.Limit > 0 || opts.Continue != "") && c.As != "" {
+		return false // Table and PartialObjectMetadata pages are built in memory
 	}
+	res := st.Resource()
 	sw := newStreamWriter(w, c.Format.MediaType(), acceptsGzip(r.Header.Values("Accept-Encoding")))
-	var err error
+	var sink registry.ListSink
 	switch {
-	case cl != nil && c.Format == codec.FormatJSON:
-		err = writeJSONObjects(sw, st, listJSONChunks(res, nil, cachedListMeta(cl))[0], cl.Objects)
-	case cl != nil && c.Format == codec.FormatProtobuf:
-		var t codec.Transcoder
-		msg := res.Protobuf
-		encode := func(o *watch.Object) ([]byte, error) {
-			item, err := st.AppendItemJSON(nil, o)
-			if err != nil {
-				return nil, err
-			}
-			return t.AppendProtobuf(nil, msg, item)
-		}
-		encoding := encode
-		if s.pbCache != nil { // encodings are cached unless ProtobufCacheBytes says none
-			encoding = func(o *watch.Object) ([]byte, error) { return cl.Encoding(o, "protobuf", encode) }
-		}
-		err = writeProtobufObjects(sw, cl.Objects, cachedListMeta(cl), res.APIVersion(), res.ListKind, encoding, cl.SizeMemo("protobuf"))
 	case c.As == "" && c.Format == codec.FormatJSON:
-		err = streamJSONList(ctx, st, ns, opts, sw, func(rev int64) []byte {
-			return listJSONChunks(res, nil, revListMeta(rev))[0]
-		}, nil)
+		sink = &jsonListSink{sw: sw, res: res}
 	case c.As == "" && c.Format == codec.FormatProtobuf:
-		var t codec.Transcoder
-		msg := res.Protobuf
-		var encoding func(item []byte) ([]byte, error)
+		ps := newProtobufListSink(sw, s.protobufListBuffer, res.APIVersion(), res.ListKind, 1, 2)
+		defer ps.release()
+		ps.items = protobufItemEncoding{msg: res.Protobuf, cache: s.pbCache, kind: res.ListKind}
+		pe := &ps.items
 		if s.pbCache != nil {
-			encoding = func(item []byte) ([]byte, error) { return s.pbCache.Encoding(&t, msg, item) }
+			// Encodings are cached unless ProtobufCacheBytes says none:
+			// the watch cache's objects keep theirs, storage's items come
+			// from the protobuf cache.
+			ps.encoding = registry.ItemEncoding{Tag: "protobuf", Append: pe.append, Shared: pe.shared, FramedSize: framedItemSize}
+			opts.Encoding = &ps.encoding
+			ps.refLimit = s.pbCache.Max()
+		} else {
+			ps.appendItem = pe.transcode
 		}
-		err = streamProtobufList(ctx, st, ns, opts, sw, s.protobufListBuffer, res.APIVersion(), res.ListKind, 1, 2, func(dst, item []byte) ([]byte, error) {
-			return s.pbCache.AppendProtobuf(&t, dst, msg, item)
-		}, encoding, s.pbCache.Max())
+		opts.Replay = true
+		sink = ps
 	case c.As == codec.AsTable && c.Format == codec.FormatJSON:
 		include, ierr := tableInclude(r)
 		if ierr != nil {
@@ -126,18 +94,18 @@ func (s *Server) streamList(w http.ResponseWriter, r *http.Request, st *registry
 			sw.release()
 			return false
 		}
-		err = streamJSONList(ctx, st, ns, opts, sw, func(rev int64) []byte {
+		sink = &jsonListSink{sw: sw, head: func(h registry.ListHead) []byte {
 			head := make([]byte, 0, 2048)
 			head = append(head, `{"kind":"Table","apiVersion":"`+codec.MetaGroup+"/"...)
 			head = append(head, c.Version...)
 			head = append(head, `","metadata":`...)
-			lmb, _ := json.Marshal(revListMeta(rev))
+			lmb, _ := json.Marshal(headListMeta(h))
 			head = append(head, lmb...)
 			head = append(head, `,"columnDefinitions":`...)
 			cols, _ := json.Marshal(b.columns())
 			head = append(head, cols...)
 			return append(head, `,"rows":[`...)
-		}, func(dst, item []byte) ([]byte, error) {
+		}, appendItem: func(dst, item []byte) ([]byte, error) {
 			row, _, err := b.row(item)
 			if err != nil {
 				return dst, err
@@ -147,35 +115,40 @@ func (s *Server) streamList(w http.ResponseWriter, r *http.Request, st *registry
 				return dst, meta.NewInternalError(err)
 			}
 			return append(dst, rb...), nil
-		})
+		}}
 	case c.As == codec.AsPartialObjectMetadataList && c.Format == codec.FormatJSON:
-		err = streamJSONList(ctx, st, ns, opts, sw, func(rev int64) []byte {
+		sink = &jsonListSink{sw: sw, head: func(h registry.ListHead) []byte {
 			head := append([]byte(nil), `{"kind":"PartialObjectMetadataList","apiVersion":`...)
 			head = appendQuotedJSON(head, codec.MetaGroup+"/"+c.Version)
 			head = append(head, `,"metadata":`...)
-			lmb, _ := json.Marshal(revListMeta(rev))
+			lmb, _ := json.Marshal(headListMeta(h))
 			head = append(head, lmb...)
 			return append(head, `,"items":[`...)
-		}, func(dst, item []byte) ([]byte, error) {
+		}, appendItem: func(dst, item []byte) ([]byte, error) {
 			md, err := codec.TopLevelField(item, "metadata")
 			if err != nil {
 				return dst, meta.NewInternalError(err)
 			}
 			return appendPartialObjectMetadataJSON(dst, c.Version, md), nil
-		})
+		}}
 	case c.As == codec.AsPartialObjectMetadataList && c.Format == codec.FormatProtobuf:
 		metaField, itemsField := protowire.Number(1), protowire.Number(2)
 		if c.Version == "v1beta1" {
 			metaField, itemsField = 2, 1 // meta/v1beta1 numbers them the other way round
 		}
 		var t codec.Transcoder
-		err = streamProtobufList(ctx, st, ns, opts, sw, s.protobufListBuffer, codec.MetaGroup+"/"+c.Version, codec.AsPartialObjectMetadataList, metaField, itemsField, func(dst, item []byte) ([]byte, error) {
+		ps := newProtobufListSink(sw, s.protobufListBuffer, codec.MetaGroup+"/"+c.Version, codec.AsPartialObjectMetadataList, metaField, itemsField)
+		defer ps.release()
+		ps.appendItem = func(dst, item []byte) ([]byte, error) {
 			return t.AppendProtobuf(dst, codec.PartialObjectMetadataMessage, item)
-		}, nil, 0)
+		}
+		opts.Replay = true
+		sink = ps
 	default:
 		sw.release()
 		return false
 	}
+	err := st.List(r.Context(), ns, opts, sink)
 	if err == nil {
 		err = sw.finish()
 	}
@@ -196,73 +169,89 @@ func (s *Server) streamList(w http.ResponseWriter, r *http.Request, st *registry
 	return true
 }
 
-func revListMeta(rev int64) meta.ListMeta {
-	return meta.ListMeta{ResourceVersion: strconv.FormatInt(rev, 10)}
+// protobufItemEncoding encodes a list's items as protobuf, for
+// registry.ItemEncoding.
+type protobufItemEncoding struct {
+	t     codec.Transcoder
+	msg   *codec.Message
+	cache *codec.ProtobufCache
+	kind  string
 }
 
-func cachedListMeta(cl *registry.CachedList) meta.ListMeta {
-	lm := revListMeta(cl.ResourceVersion)
-	lm.Continue, lm.RemainingItemCount = cl.Continue, cl.RemainingItemCount
-	return lm
+func (e *protobufItemEncoding) err(err error) error {
+	return meta.NewInternalError(fmt.Errorf("encoding a %s item as protobuf: %w", e.kind, err))
 }
 
-// writeJSONObjects writes a JSON list of objects from the watch cache:
-// head, the items separated by commas, then "]}".
-func writeJSONObjects(sw *streamWriter, st *registry.Store, head []byte, objs []*watch.Object) error {
-	if _, err := sw.Write(head); err != nil {
-		return err
+func (e *protobufItemEncoding) transcode(dst, item []byte) ([]byte, error) {
+	return e.t.AppendProtobuf(dst, e.msg, item)
+}
+
+func (e *protobufItemEncoding) append(dst, item []byte) ([]byte, error) {
+	b, err := e.t.AppendProtobuf(dst, e.msg, item)
+	if err != nil {
+		return b, e.err(err)
 	}
-	var buf []byte
-	for i, o := range objs {
-		if i > 0 {
-			if _, err := sw.Write(comma); err != nil {
-				return err
-			}
-		}
-		var err error
-		if buf, err = st.AppendItemJSON(buf[:0], o); err != nil {
-			return err
-		}
-		if _, err := sw.Write(buf); err != nil {
-			return err
-		}
+	return b, nil
+}
+
+func (e *protobufItemEncoding) shared(item []byte) ([]byte, error) {
+	b, err := e.cache.Encoding(&e.t, e.msg, item)
+	if err != nil {
+		return nil, e.err(err)
 	}
-	_, err := sw.Write(listEnd)
+	return b, nil
+}
+
+// framedItemSize is the size of an item of n bytes in field 2 of a list.
+func framedItemSize(n int) int { return protowire.SizeTag(2) + protowire.SizeBytes(n) }
+
+func headListMeta(h registry.ListHead) meta.ListMeta {
+	return meta.ListMeta{ResourceVersion: strconv.FormatInt(h.ResourceVersion, 10), Continue: h.Continue, RemainingItemCount: h.RemainingItemCount}
+}
+
+// jsonListSink writes a JSON list: head, the items separated by commas,
+// then "]}". Each item is written as it is (appendItem nil) or as
+// appendItem converts it.
+type jsonListSink struct {
+	sw         *streamWriter
+	res        *registry.Resource               // the list's, when head is nil
+	head       func(h registry.ListHead) []byte // the list up to its first item
+	appendItem func(dst, item []byte) ([]byte, error)
+	n          int
+	buf        []byte
+}
+
+func (j *jsonListSink) Begin(h registry.ListHead) error {
+	var head []byte
+	if j.head != nil {
+		head = j.head(h)
+	} else {
+		head = listJSONChunks(j.res, nil, headListMeta(h))[0]
+	}
+	_, err := j.sw.Write(head)
 	return err
 }
 
-// streamJSONList writes a JSON list: head, the items separated by commas,
-// then "]}". Each item is written as it is (appendItem nil) or as
-// appendItem converts it.
-func streamJSONList(ctx context.Context, st *registry.Store, ns string, opts registry.ListOptions, sw *streamWriter,
-	head func(rev int64) []byte, appendItem func(dst, item []byte) ([]byte, error)) error {
-	n := 0
-	var buf []byte
-	begin := func(rev int64) error {
-		_, err := sw.Write(head(rev))
-		return err
-	}
-	emit := func(item []byte) error {
-		if n > 0 {
-			if _, err := sw.Write(comma); err != nil {
-				return err
-			}
+func (j *jsonListSink) Item(item []byte) error {
+	if j.n > 0 {
+		if _, err := j.sw.Write(comma); err != nil {
+			return err
 		}
-		n++
-		if appendItem != nil {
-			var err error
-			if buf, err = appendItem(buf[:0], item); err != nil {
-				return err
-			}
-			item = buf
+	}
+	j.n++
+	if j.appendItem != nil {
+		var err error
+		if j.buf, err = j.appendItem(j.buf[:0], item); err != nil {
+			return err
 		}
-		_, err := sw.Write(item)
-		return err
+		item = j.buf
 	}
-	if err := st.ListStream(ctx, ns, opts, begin, emit); err != nil {
-		return err
-	}
-	_, err := sw.Write(listEnd)
+	_, err := j.sw.Write(item)
+	return err
+}
+
+func (j *jsonListSink) End(registry.ListEnd) error {
+	_, err := j.sw.Write(listEnd)
 	return err
 }
 
@@ -275,219 +264,208 @@ var (
 // what the first measured (it cannot happen with a consistent snapshot).
 var errListChanged = errors.New("the list changed between its two passes")
 
-// streamProtobufList writes a list in the Kubernetes protobuf envelope:
-// ListMeta in metaField and each item, as appendItem encodes it, in
-// itemsField (see the comment at the top of this file).
+// protobufListSink writes a list in the Kubernetes protobuf envelope:
+// ListMeta in metaField and each item in itemsField (see the comment at the
+// top of this file). Items come as JSON that appendItem encodes, or, with
+// appendItem nil, already encoded (ListOptions.Encoding) by a cache shared
+// between lists, which makes them safe to keep.
 //
-// With encoding set (items whose encodings the protobuf cache keeps), the
-// items past the buffer are not measured and read again in a second pass:
-// the list keeps references to their (immutable) encodings, up to refLimit
-// bytes of them, and writes them after the buffer in one pass. Past
-// refLimit it falls back to measuring and a second pass.
-func streamProtobufList(ctx context.Context, st *registry.Store, ns string, opts registry.ListOptions, sw *streamWriter, bufLimit int,
-	apiVersion, kind string, metaField, itemsField protowire.Number, appendItem func(dst, item []byte) ([]byte, error),
-	encoding func(item []byte) ([]byte, error), refLimit int) error {
-	bp := protoBufs.Get()
-	body := *bp
-	defer func() {
-		*bp = body
-		protoBufs.Put(bp, 2*bufLimit)
-	}()
-	var (
-		scratch  []byte
-		buffered int // items encoded in body
-		over     bool
-		rest     int      // encoded size of the items after them
-		refs     [][]byte // encodings of the items after them, while they fit refLimit
-		refBytes int
-		reread   bool // the items after them must be read again
-	)
-	encodeErr := func(err error) error {
-		return meta.NewInternalError(fmt.Errorf("encoding a %s item as protobuf: %w", kind, err))
-	}
-	begin := func(rev int64) error {
-		lmb, _ := json.Marshal(revListMeta(rev))
-		var err error
-		body, err = codec.AppendEmbedded(body, metaField, func(dst []byte) ([]byte, error) {
-			return codec.ListMetaMessage.AppendProtobuf(dst, lmb)
-		})
-		if err != nil {
-			return meta.NewInternalError(err)
-		}
-		return nil
-	}
-	emit := func(item []byte) error {
-		var err error
-		if !over && len(body)+len(item)+16 > bufLimit {
-			// The item might not fit (its protobuf is about the size of
-			// its JSON or smaller): measure from here on.
-			over = true
-		}
-		if !over {
-			var start int
-			body, start = codec.BeginEmbedded(body, itemsField)
-			if body, err = appendItem(body, item); err != nil {
-				return encodeErr(err)
-			}
-			body = codec.EndEmbedded(body, start)
-			buffered++
-			return nil
-		}
-		if encoding != nil && !reread {
-			enc, err := encoding(item)
-			if err != nil {
-				return encodeErr(err)
-			}
-			if refBytes+len(enc) <= refLimit {
-				refs = append(refs, enc)
-				refBytes += len(enc)
-				rest += protowire.SizeTag(itemsField) + protowire.SizeBytes(len(enc))
-				return nil
-			}
-			refs, reread = nil, true // too much to hold: measure the rest, read it again
-			rest += protowire.SizeTag(itemsField) + protowire.SizeBytes(len(enc))
-			return nil
-		}
-		reread = true
-		if scratch, err = appendItem(scratch[:0], item); err != nil {
-			return encodeErr(err)
-		}
-		rest += protowire.SizeTag(itemsField) + protowire.SizeBytes(len(scratch))
-		return nil
-	}
-	end := func(replay registry.ListReplay) error {
-		// Nothing has been written yet: every error so far is a Status.
-		hdr := codec.AppendEnvelopeHeader(make([]byte, 0, 64), apiVersion, kind, len(body)+rest)
-		sw.announce(len(hdr) + len(body) + rest + len(codec.AppendEnvelopeTrailer(nil)))
-		if _, err := sw.Write(hdr); err != nil {
-			return err
-		}
-		if _, err := sw.Write(body); err != nil {
-			return err
-		}
-		if over && !reread {
-			prefix := make([]byte, 0, 16)
-			for _, enc := range refs {
-				prefix = protowire.AppendTag(prefix[:0], itemsField, protowire.BytesType)
-				prefix = protowire.AppendVarint(prefix, uint64(len(enc)))
-				if _, err := sw.Write(prefix); err != nil {
-					return err
-				}
-				if _, err := sw.Write(enc); err != nil {
-					return err
-				}
-			}
-		}
-		if over && reread {
-			written := 0
-			prefix := make([]byte, 0, 16)
-			err := replay(buffered, func(item []byte) error {
-				var err error
-				if scratch, err = appendItem(scratch[:0], item); err != nil {
-					return encodeErr(err)
-				}
-				prefix = protowire.AppendTag(prefix[:0], itemsField, protowire.BytesType)
-				prefix = protowire.AppendVarint(prefix, uint64(len(scratch)))
-				if written += len(prefix) + len(scratch); written > rest {
-					return meta.NewInternalError(errListChanged)
-				}
-				if _, err := sw.Write(prefix); err != nil {
-					return err
-				}
-				_, err = sw.Write(scratch)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			if written != rest {
-				return meta.NewInternalError(errListChanged)
-			}
-		}
-		_, err := sw.Write(codec.AppendEnvelopeTrailer(hdr[:0]))
-		return err
-	}
-	return st.ListStreamReplay(ctx, ns, opts, begin, emit, end)
+// When the list knows the items' size before the first
+// (ListHead.ItemsSize: a list the watch cache serves), the envelope goes
+// out at once and each item as it comes. Otherwise the items are encoded
+// into a buffer of at most bufLimit bytes; past it, encoded items are kept
+// by reference, up to refLimit bytes of them, and written after the buffer
+// in one pass; beyond that (or for JSON items) they are only measured and
+// read again in a second pass (ListEnd.Replay), skipping the buffered ones.
+type protobufListSink struct {
+	sw                    *streamWriter
+	bufLimit, refLimit    int
+	apiVersion, kind      string
+	metaField, itemsField protowire.Number
+	appendItem            func(dst, item []byte) ([]byte, error)
+	items                 protobufItemEncoding  // for a list of the resource's own messages
+	encoding              registry.ItemEncoding // the list's, when it has one
+
+	bp       *[]byte
+	body     []byte
+	hdr      []byte // the envelope's header, written at Begin when the size is known
+	scratch  []byte
+	prefix   [16]byte // an item's field prefix
+	size     int      // the items' size when known at Begin, else -1
+	written  int      // bytes of items written (size known) or replayed
+	buffered int      // items encoded in body
+	over     bool
+	rest     int      // encoded size of the items after them
+	refs     [][]byte // encodings of the items after them, while they fit refLimit
+	refBytes int
+	reread   bool // the items after them must be read again
 }
 
-// writeProtobufObjects writes a protobuf list of objects from the watch
-// cache (Store.ListCached). Each object keeps its item's encoding
-// (watch.Object.Encoding), so the list's size is known before its first
-// byte without transcoding anything twice, and every later list of the same
-// versions writes the kept bytes.
-//
-// sizeMemo, when not nil, remembers the items' total size for the next list
-// of the same objects (CachedList.SizeMemo): that list's first byte goes out
-// at once, and each item's encoding is fetched as it is written.
-func writeProtobufObjects(sw *streamWriter, objs []*watch.Object, lm meta.ListMeta, apiVersion, kind string, encoding func(o *watch.Object) ([]byte, error),
-	sizeMemo func(f func() (int, error)) (int, error)) error {
-	lmb, _ := json.Marshal(lm)
-	head, err := codec.AppendEmbedded(nil, 1, func(dst []byte) ([]byte, error) {
+func newProtobufListSink(sw *streamWriter, bufLimit int, apiVersion, kind string, metaField, itemsField protowire.Number) *protobufListSink {
+	return &protobufListSink{sw: sw, bufLimit: bufLimit, apiVersion: apiVersion, kind: kind, metaField: metaField, itemsField: itemsField,
+		size: -1}
+}
+
+// release returns the pooled buffer, if the list took one.
+func (p *protobufListSink) release() {
+	if p.bp != nil {
+		*p.bp = p.body
+		protoBufs.Put(p.bp, 2*p.bufLimit)
+		p.bp = nil
+	}
+}
+
+func (p *protobufListSink) encodeErr(err error) error {
+	return meta.NewInternalError(fmt.Errorf("encoding a %s item as protobuf: %w", p.kind, err))
+}
+
+// framed returns the field prefix of an encoded item of n bytes (in p.prefix).
+func (p *protobufListSink) framed(n int) []byte {
+	b := protowire.AppendTag(p.prefix[:0], p.itemsField, protowire.BytesType)
+	return protowire.AppendVarint(b, uint64(n))
+}
+
+func (p *protobufListSink) Begin(h registry.ListHead) error {
+	lmb, _ := json.Marshal(headListMeta(h))
+	if h.ItemsSize < 0 {
+		// The items go to the pooled buffer first.
+		p.bp = protoBufs.Get()
+		p.body = *p.bp
+	} else {
+		p.body = make([]byte, 0, len(lmb)+32) // ListMeta alone
+	}
+	var err error
+	p.body, err = codec.AppendEmbedded(p.body, p.metaField, func(dst []byte) ([]byte, error) {
 		return codec.ListMetaMessage.AppendProtobuf(dst, lmb)
 	})
 	if err != nil {
 		return meta.NewInternalError(err)
 	}
-	var encs [][]byte // the encodings, when measuring fetched them
-	itemsSize := func() (int, error) {
-		encs = make([][]byte, len(objs))
-		size := 0
-		for i, o := range objs {
-			enc, err := encoding(o)
-			if err != nil {
-				return 0, err
-			}
-			encs[i] = enc
-			size += protowire.SizeTag(2) + protowire.SizeBytes(len(enc))
-		}
-		return size, nil
-	}
-	var size int
-	if sizeMemo != nil {
-		size, err = sizeMemo(itemsSize)
-	} else {
-		size, err = itemsSize()
-	}
-	if err != nil {
-		return meta.NewInternalError(fmt.Errorf("encoding a %s item as protobuf: %w", kind, err))
+	if h.ItemsSize < 0 {
+		return nil
 	}
 	// Nothing has been written yet: every error so far is a Status.
-	hdr := codec.AppendEnvelopeHeader(make([]byte, 0, 64), apiVersion, kind, len(head)+size)
-	sw.announce(len(hdr) + len(head) + size + len(codec.AppendEnvelopeTrailer(nil)))
-	if _, err := sw.Write(hdr); err != nil {
+	p.size = h.ItemsSize
+	hdr := codec.AppendEnvelopeHeader(make([]byte, 0, 64), p.apiVersion, p.kind, len(p.body)+p.size)
+	p.sw.announce(len(hdr) + len(p.body) + p.size + len(codec.AppendEnvelopeTrailer(nil)))
+	if _, err := p.sw.Write(hdr); err != nil {
 		return err
 	}
-	if _, err := sw.Write(head); err != nil {
+	p.hdr = hdr
+	_, err = p.sw.Write(p.body)
+	return err
+}
+
+func (p *protobufListSink) Item(item []byte) error {
+	if p.size >= 0 {
+		// The size is known: write the item.
+		prefix := p.framed(len(item))
+		p.written += len(prefix) + len(item)
+		if _, err := p.sw.Write(prefix); err != nil {
+			return err
+		}
+		_, err := p.sw.Write(item)
 		return err
 	}
-	prefix := make([]byte, 0, 16)
-	written := 0
-	for i, o := range objs {
-		var enc []byte
-		if encs != nil {
-			enc = encs[i]
-		} else if enc, err = encoding(o); err != nil {
-			// Unreachable in practice: the same bytes were encoded when
-			// the size was measured. The response is cut (see
-			// streamWriter).
-			return fmt.Errorf("encoding a %s item as protobuf: %w", kind, err)
+	var err error
+	if !p.over && len(p.body)+len(item)+16 > p.bufLimit {
+		// The item might not fit (its protobuf is about the size of its
+		// JSON or smaller): measure from here on.
+		p.over = true
+	}
+	if !p.over {
+		if p.appendItem == nil {
+			p.body = append(append(p.body, p.framed(len(item))...), item...)
+		} else {
+			var start int
+			p.body, start = codec.BeginEmbedded(p.body, p.itemsField)
+			if p.body, err = p.appendItem(p.body, item); err != nil {
+				return p.encodeErr(err)
+			}
+			p.body = codec.EndEmbedded(p.body, start)
 		}
-		written += protowire.SizeTag(2) + protowire.SizeBytes(len(enc))
-		prefix = protowire.AppendTag(prefix[:0], 2, protowire.BytesType)
-		prefix = protowire.AppendVarint(prefix, uint64(len(enc)))
-		if _, err := sw.Write(prefix); err != nil {
-			return err
+		p.buffered++
+		return nil
+	}
+	if p.appendItem == nil {
+		p.rest += protowire.SizeTag(p.itemsField) + protowire.SizeBytes(len(item))
+		if !p.reread {
+			if p.refBytes+len(item) <= p.refLimit {
+				p.refs = append(p.refs, item)
+				p.refBytes += len(item)
+				return nil
+			}
+			p.refs, p.reread = nil, true // too much to hold: measure the rest, read it again
 		}
-		if _, err := sw.Write(enc); err != nil {
-			return err
+		return nil
+	}
+	p.reread = true
+	if p.scratch, err = p.appendItem(p.scratch[:0], item); err != nil {
+		return p.encodeErr(err)
+	}
+	p.rest += protowire.SizeTag(p.itemsField) + protowire.SizeBytes(len(p.scratch))
+	return nil
+}
+
+func (p *protobufListSink) End(e registry.ListEnd) error {
+	if p.size >= 0 {
+		if p.written != p.size {
+			// A remembered size that does not match would make a
+			// corrupt message: cut the response instead.
+			return fmt.Errorf("protobuf %s: items of %d bytes, %d announced", p.kind, p.written, p.size)
+		}
+		_, err := p.sw.Write(codec.AppendEnvelopeTrailer(p.hdr[:0]))
+		return err
+	}
+	// Nothing has been written yet: every error so far is a Status.
+	hdr := codec.AppendEnvelopeHeader(make([]byte, 0, 64), p.apiVersion, p.kind, len(p.body)+p.rest)
+	p.sw.announce(len(hdr) + len(p.body) + p.rest + len(codec.AppendEnvelopeTrailer(nil)))
+	if _, err := p.sw.Write(hdr); err != nil {
+		return err
+	}
+	if _, err := p.sw.Write(p.body); err != nil {
+		return err
+	}
+	if p.over && !p.reread {
+		for _, enc := range p.refs {
+			if _, err := p.sw.Write(p.framed(len(enc))); err != nil {
+				return err
+			}
+			if _, err := p.sw.Write(enc); err != nil {
+				return err
+			}
 		}
 	}
-	if written != size {
-		// A remembered size that does not match would make a corrupt
-		// message: cut the response instead.
-		return fmt.Errorf("protobuf %s: items of %d bytes, %d announced", kind, written, size)
+	if p.over && p.reread {
+		if e.Replay == nil {
+			return meta.NewInternalError(errors.New("a protobuf list past its buffer needs ListOptions.Replay"))
+		}
+		err := e.Replay(p.buffered, func(item []byte) error {
+			if p.appendItem != nil {
+				var err error
+				if p.scratch, err = p.appendItem(p.scratch[:0], item); err != nil {
+					return p.encodeErr(err)
+				}
+				item = p.scratch
+			}
+			prefix := p.framed(len(item))
+			if p.written += len(prefix) + len(item); p.written > p.rest {
+				return meta.NewInternalError(errListChanged)
+			}
+			if _, err := p.sw.Write(prefix); err != nil {
+				return err
+			}
+			_, err := p.sw.Write(item)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if p.written != p.rest {
+			return meta.NewInternalError(errListChanged)
+		}
 	}
-	_, err = sw.Write(codec.AppendEnvelopeTrailer(hdr[:0]))
+	_, err := p.sw.Write(codec.AppendEnvelopeTrailer(hdr[:0]))
 	return err
 }
 

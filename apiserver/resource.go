@@ -170,11 +170,12 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request, st *registry
 		return
 	}
 	opts := lq.opts
-	if s.streamList(w, r, st, info.Namespace, c, &opts) {
+	if s.streamList(w, r, st, info.Namespace, c, opts) {
 		return
 	}
-	list, err := st.List(r.Context(), info.Namespace, opts)
-	if err != nil {
+	opts.KeepItems = true
+	var list registry.ListResult
+	if err := st.List(r.Context(), info.Namespace, opts, &list); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -541,9 +542,9 @@ func (s *Server) handleDeleteCollection(w http.ResponseWriter, r *http.Request, 
 		return
 	}
 	lo := lq.opts
-	lo.Limit, lo.Continue = 0, ""
-	list, err := st.List(r.Context(), info.Namespace, lo)
-	if err != nil {
+	lo.Limit, lo.Continue, lo.KeepItems = 0, "", true
+	var list registry.ListResult
+	if err := st.List(r.Context(), info.Namespace, lo, &list); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -527,9 +527,7 @@ func TestVirtualStoreVerbsRefused(t *testing.T) {
 	check("Update", err)
 	_, err = st.Delete(ctx, "team", "x", registry.DeleteOptions{})
 	check("Delete", err)
-	_, err = st.List(ctx, "team", registry.ListOptions{})
-	check("List", err)
-	check("ListStream", st.ListStream(ctx, "team", registry.ListOptions{}, func(int64) error { return nil }, func([]byte) error { return nil }))
+	check("List", st.List(ctx, "team", registry.ListOptions{}, &registry.ListResult{}))
 	_, err = st.Watch(ctx, "team", registry.WatchOptions{Encoder: jsonWatchEncoder{kind: "Computation", apiVersion: "review.example.dev/v1"}})
 	check("Watch", err)
 	if after, _ := store.CurrentRevision(ctx); after != before {

@@ -97,7 +97,8 @@ func TestForegroundDeletionResumesAfterRestart(t *testing.T) {
 	registerTypes(t, reg)
 	eventually(t, "the dependents to be deleted after restart", func() bool {
 		st, _ := reg.Store(configMaps)
-		list, err := st.List(context.Background(), "", registry.ListOptions{})
+		var list registry.ListResult
+		err := st.List(context.Background(), "", registry.ListOptions{}, &list)
 		return err == nil && len(list.Items) == 0
 	})
 	eventually(t, "the foreground owner to go after restart", func() bool { return !exists(t, reg, widgets, "default", "owner") })

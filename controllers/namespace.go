@@ -88,8 +88,8 @@ func (c *Controllers) finalizeNamespaces(ctx context.Context) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	list, err := nsStore.List(ctx, "", registry.ListOptions{})
-	if err != nil {
+	var list registry.ListResult
+	if err := nsStore.List(ctx, "", registry.ListOptions{KeepItems: true}, &list); err != nil {
 		return false, err
 	}
 	pending := false
@@ -166,8 +166,8 @@ func (c *Controllers) emptyNamespace(ctx context.Context, ns string) (bool, erro
 			}
 			continue
 		}
-		list, err := st.List(ctx, ns, registry.ListOptions{})
-		if err != nil {
+		var list registry.ListResult
+		if err := st.List(ctx, ns, registry.ListOptions{KeepItems: true}, &list); err != nil {
 			return false, err
 		}
 		for _, raw := range list.Items {

@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/kapi-dev/kapi/meta"
-	"github.com/kapi-dev/kapi/storage/badger"
 )
 
 // TestWriteResultsOwnTheirBytes checks that creates and updates, which
@@ -15,20 +12,7 @@ import (
 // write overwrites, and store values that later writes leave intact.
 func TestWriteResultsOwnTheirBytes(t *testing.T) {
 	ctx := t.Context()
-	store, err := badger.Open(badger.InMemoryOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	reg, err := New(Config{Storage: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reg.Close()
-	if err := reg.Register(ConfigMaps()); err != nil {
-		t.Fatal(err)
-	}
-	st, _ := reg.Store(meta.GroupVersionResource{Version: "v1", Resource: "configmaps"})
+	st := configMapStore(t)
 
 	type written struct {
 		name string

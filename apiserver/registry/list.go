@@ -28,13 +28,15 @@ type FieldMatcher interface {
 	Matches(get func(field string) (string, bool)) bool
 }
 
-// ListOptions are the options of a list.
+// ListOptions are the options of a list: which objects (selectors, limit,
+// continue, resourceVersion), and how Store.List hands them to its sink.
 type ListOptions struct {
 	// Labels, when not nil, keeps only matching objects.
 	Labels LabelMatcher
 	// Fields, when not nil, keeps only matching objects.
 	Fields FieldMatcher
-	// Limit caps the number of items (0 = all).
+	// Limit caps the number of items (0 = all). A list at resourceVersion
+	// "0" that the watch cache serves ignores it, as kube-apiserver's.
 	Limit int64
 	// Continue is the token of a previous page.
 	Continue string
@@ -42,16 +44,110 @@ type ListOptions struct {
 	// the API.
 	ResourceVersion      string
 	ResourceVersionMatch string
-	// FromStorage reads storage without asking the watch cache: for a
-	// caller that has just asked it (ListCached) and was declined, so that
-	// one list does not wait for a lagging cache twice.
+	// FromStorage reads storage without asking the watch cache.
 	FromStorage bool
+
+	// Encoding, when not nil, is the encoding in which the sink receives
+	// the items, instead of their JSON (see ItemEncoding).
+	Encoding *ItemEncoding
+	// KeepItems lets the sink keep the items it is given: each is then a
+	// slice of its own (one allocation per item, made at the item's size)
+	// or an encoding shared with a cache that never changes. Without it an
+	// item's slice is valid only until Item returns: List reuses it.
+	KeepItems bool
+	// Replay asks for a second pass over the same items: ListEnd.Replay.
+	Replay bool
 }
 
-// ListResult is one page of a list.
+// ItemEncoding is an encoding of list items other than JSON (protobuf).
+// Store.List applies it where it can do better than its sink: an object of
+// the watch cache keeps its encoding (watch.Cache.Encoding) from one list to
+// the next, and the total size of a list of the cache's objects is
+// remembered with the cache's state.
+type ItemEncoding struct {
+	// Tag names the encoding; objects of the watch cache keep their
+	// encoding under it, and list sizes are remembered under it. Two
+	// ItemEncodings with the same tag must encode alike.
+	Tag string
+	// Append appends the encoding of item (a list item's JSON) to dst. Its
+	// errors are returned by List as they are.
+	Append func(dst, item []byte) ([]byte, error)
+	// Shared, when not nil, returns the encoding of an item read from
+	// storage from a cache shared between lists (read-only: items so
+	// encoded can always be kept); List calls Append for them otherwise.
+	Shared func(item []byte) ([]byte, error)
+	// FramedSize, when not nil, is the size an item of n encoded bytes
+	// takes in the list (the framing added). List then reports the items'
+	// total in ListHead.ItemsSize whenever the watch cache serves the list.
+	FramedSize func(n int) int
+}
+
+// ListHead is what a list knows before its first item.
+type ListHead struct {
+	// ResourceVersion is the revision of the list's snapshot.
+	ResourceVersion int64
+	// Continue is the token of the next page ("" on the last one).
+	Continue string
+	// RemainingItemCount is set when known (not with selectors, not on the
+	// last page).
+	RemainingItemCount *int64
+	// Items is the number of items that follow, or -1 when List does not
+	// know it before reading them.
+	Items int
+	// ItemsSize is the sum of Encoding.FramedSize over the items when List
+	// knows it before the first (a list the watch cache serves, with
+	// Encoding.FramedSize set), -1 otherwise.
+	ItemsSize int
+	// KeepItems repeats ListOptions.KeepItems: whether the sink may keep
+	// the items' slices.
+	KeepItems bool
+}
+
+// ListEnd is what a list hands over after its last item.
+type ListEnd struct {
+	// Replay, when ListOptions.Replay asked for it, reads the items again:
+	// the same items of the same snapshot in the same order, encoded
+	// alike, under the same ownership rules. It is valid until End
+	// returns. A storage snapshot is its revision, so a compaction in
+	// between fails the replay; a watch-cache snapshot is kept in memory
+	// until End returns. Nil unless asked for.
+	Replay ListReplay
+}
+
+// ListReplay reads the items of a list again, calling emit with each item
+// after the first skip ones (which are neither encoded nor passed on), and
+// returns the first error emit returns.
+type ListReplay func(skip int, emit func(item []byte) error) error
+
+// ListSink receives a list from Store.List.
+//
+// Call order: Begin exactly once, then Item once per item in key order,
+// then End exactly once. When List fails before Begin, no method is called
+// and the error is the list's own (a Status the caller can answer with:
+// invalid options, an expired continue token, a storage error, ...). Once
+// Begin has been called, a failure (a storage error while streaming, an
+// encoding error, a canceled context) returns without End: the caller has
+// started its output and can only abort it. An error a method returns ends
+// the list at once; List returns it unchanged.
+//
+// Ownership: the item slices are read-only. Unless ListOptions.KeepItems
+// (ListHead.KeepItems) is set, an item's slice is valid only until Item
+// returns, and List reuses its memory for the next item; with KeepItems
+// the sink may keep it. Encodings given out with ListOptions.Encoding may
+// be shared with other lists (the watch cache's and the Shared cache's):
+// never modify them.
+type ListSink interface {
+	Begin(head ListHead) error
+	Item(item []byte) error
+	End(end ListEnd) error
+}
+
+// ListResult is one page of a list, collected: a ListSink. Lists into a
+// ListResult should set ListOptions.KeepItems, which spares it a copy of
+// each item.
 type ListResult struct {
 	// Items are the objects as JSON (without kind and apiVersion when the
-	// type says so).
+	// type says so), or as ListOptions.Encoding encodes them.
 	Items [][]byte
 	// ResourceVersion is the revision of the snapshot.
 	ResourceVersion int64
@@ -60,207 +156,67 @@ type ListResult struct {
 	// RemainingItemCount is set when known (not with selectors, not on the
 	// last page).
 	RemainingItemCount *int64
+
+	keep bool
 }
 
-// List returns the objects in namespace ns ("" = all namespaces).
-func (s *Store) List(ctx context.Context, ns string, opts ListOptions) (*ListResult, error) {
-	if err := s.notVirtual(); err != nil {
-		return nil, err
+// Begin records the list's metadata.
+func (r *ListResult) Begin(h ListHead) error {
+	r.ResourceVersion, r.Continue, r.RemainingItemCount, r.keep = h.ResourceVersion, h.Continue, h.RemainingItemCount, h.KeepItems
+	r.Items = r.Items[:0]
+	if h.Items >= 0 && cap(r.Items) < h.Items {
+		r.Items = make([][]byte, 0, h.Items)
 	}
-	return s.list(ctx, ns, opts, !s.res.Options.OmitItemTypeMeta)
+	return nil
 }
 
-// streamPageSize is the storage page size of a streamed list: only one page
-// of values is held at a time.
+// Item appends the item (a copy of it unless the list keeps its items).
+func (r *ListResult) Item(item []byte) error {
+	if !r.keep {
+		item = bytes.Clone(item)
+	}
+	r.Items = append(r.Items, item)
+	return nil
+}
+
+// End does nothing.
+func (r *ListResult) End(ListEnd) error { return nil }
+
+// List lists the objects in namespace ns ("" = all namespaces) into sink:
+// the one entry point of every list, whole or paged, in every
+// representation. opts select the objects and how they are handed over
+// (ListSink says in what order and who owns what). It serves from the
+// watch cache when the cache has the snapshot the list needs (see
+// cacheObjects), without storage reads; otherwise from storage: a list
+// without a limit one page of values at a time (streamPageSize), never
+// holding the whole list, and a page of a limited list read before Begin,
+// since its continue token and remaining count must come first.
+func (s *Store) List(ctx context.Context, ns string, opts ListOptions, sink ListSink) error {
+	if err := s.notVirtual(); err != nil {
+		return err
+	}
+	return s.list(ctx, ns, opts, sink, !s.res.Options.OmitItemTypeMeta)
+}
+
+// streamPageSize is the storage page size of a list without a limit: only
+// one page of values is held at a time.
 const streamPageSize = 500
 
-// ListStream lists a whole collection (opts.Limit and opts.Continue must be
-// unset) without collecting it: begin is called once with the list's
-// revision before the first item, then emit with each item as it is read
-// from storage (or from the watch cache's state, for resourceVersion "0").
-// The item slice is reused after emit returns. An error returned before
-// begin was called is the list's own (a Status); after it, the caller has
-// started the response and can only abort it.
-func (s *Store) ListStream(ctx context.Context, ns string, opts ListOptions, begin func(rev int64) error, emit func(item []byte) error) error {
-	return s.ListStreamReplay(ctx, ns, opts, begin, emit, nil)
-}
-
-// ListReplay reads the items of a streamed list again, from the same
-// snapshot and in the same order, calling emit with each item after the
-// first skip ones (which are neither copied nor passed on).
-type ListReplay func(skip int, emit func(item []byte) error) error
-
-// ListStreamReplay is ListStream; once every item has been emitted, end (if
-// not nil) is called with a ListReplay of the same list, valid until end
-// returns. A second pass lets a caller that must know the size of the whole
-// encoded list before writing it (the protobuf envelope) stream it without
-// holding it: the first pass measures, the second writes. The snapshot of a
-// storage read is its revision (a compaction in between fails the replay);
-// that of a watch-cache read is kept in memory until end returns.
-func (s *Store) ListStreamReplay(ctx context.Context, ns string, opts ListOptions, begin func(rev int64) error, emit func(item []byte) error, end func(replay ListReplay) error) error {
-	if err := s.notVirtual(); err != nil {
-		return err
-	}
-	if opts.Limit > 0 || opts.Continue != "" {
-		return meta.NewInternalError(errors.New("ListStream: limit and continue are not supported"))
-	}
-	typeMeta := !s.res.Options.OmitItemTypeMeta
-	prefix := s.listPrefix(ns)
-	rev, _, err := s.listStart(ctx, prefix, opts)
-	if err != nil {
-		return err
-	}
-	var pass ListReplay
-	if c, _, objs, crev, ok := s.cacheObjects(ctx, prefix, nil, rev, opts); ok {
-		rev = crev
-		pass = s.cachePass(ctx, c, objs, opts, typeMeta)
-	}
-	if pass == nil {
-		// The first page fixes the revision of the snapshot (0: latest).
-		pass = s.storagePass(ctx, prefix, &rev, opts, typeMeta)
-	}
-	begun := false
-	first := func(item []byte) error {
-		if !begun {
-			begun = true
-			if err := begin(rev); err != nil {
-				return err
-			}
-		}
-		return emit(item)
-	}
-	if err := pass(0, first); err != nil {
-		return err
-	}
-	if !begun {
-		begun = true
-		if err := begin(rev); err != nil {
-			return err
-		}
-	}
-	if end == nil {
-		return nil
-	}
-	return end(pass)
-}
-
-// CachedList is a list, or one page of one, that the watch cache serves
-// (Store.ListCached).
-type CachedList struct {
-	// Objects are the items, in key order; shared: do not modify them
-	// (AppendItemJSON renders one as a list item).
-	Objects []*watch.Object
-	// ResourceVersion is the revision of the snapshot.
-	ResourceVersion int64
-	// Continue is the token of the next page ("" on the last one).
-	Continue string
-	// RemainingItemCount is set on a page that is not the last, without
-	// selectors.
-	RemainingItemCount *int64
-
-	cache *watch.Cache
-	sn    *watch.Snapshot // set when Objects are a stretch of sn (no selector)
-}
-
-// SizeMemo returns a memo for the total size of the list's objects in the
-// representation tag names (see watch.Snapshot.Memo): every list of the same
-// stretch of the same state reuses it. It is nil when the list was filtered
-// by a selector, or is empty.
-func (cl *CachedList) SizeMemo(tag string) func(f func() (int, error)) (int, error) {
-	if cl.sn == nil || len(cl.Objects) == 0 {
-		return nil
-	}
-	// The stretch is named by where it starts in the snapshot's array and
-	// its length.
-	key := struct {
-		tag   string
-		first **watch.Object
-		n     int
-	}{tag, &cl.Objects[0], len(cl.Objects)}
-	return func(f func() (int, error)) (int, error) { return cl.sn.Memo(key, f) }
-}
-
-// Encoding returns an encoding of o (one of the list's objects) that tag
-// names, made by enc; see watch.Cache.Encoding (the object may keep it for
-// later lists). The bytes are shared: do not modify them.
-func (cl *CachedList) Encoding(o *watch.Object, tag string, enc func(o *watch.Object) ([]byte, error)) ([]byte, error) {
-	return cl.cache.Encoding(o, tag, enc)
-}
-
-// ListCached returns the list (or the page of it) that opts asks for when
-// the watch cache can serve it (see cacheObjects); ok is false when the
-// caller must read storage (List, ListStream).
-func (s *Store) ListCached(ctx context.Context, ns string, opts ListOptions) (_ *CachedList, ok bool, _ error) {
-	if err := s.notVirtual(); err != nil {
-		return nil, false, err
-	}
+func (s *Store) list(ctx context.Context, ns string, opts ListOptions, sink ListSink, typeMeta bool) error {
 	prefix := s.listPrefix(ns)
 	rev, start, err := s.listStart(ctx, prefix, opts)
 	if err != nil {
-		return nil, false, err
+		return err
 	}
-	return s.cachedList(ctx, prefix, start, rev, opts)
-}
-
-// cachedList is ListCached after listStart. A page that leaves objects
-// behind keeps the cache's snapshot of its revision (watch.Cache.Retain), so
-// that the next pages come from memory too. As in kube-apiserver, a list at
-// resourceVersion "0" ignores the limit: the whole (selected) collection
-// comes back in one response, which spares an informer's first sync its
-// pages.
-func (s *Store) cachedList(ctx context.Context, prefix, start []byte, rev int64, opts ListOptions) (*CachedList, bool, error) {
-	c, sn, objs, rev, ok := s.cacheObjects(ctx, prefix, start, rev, opts)
-	if !ok {
-		return nil, false, nil
+	l := &lister{s: s, ctx: ctx, opts: opts, sink: sink, typeMeta: typeMeta}
+	if c, sn, objs, crev, ok := s.cacheObjects(ctx, prefix, start, rev, opts); ok {
+		l.c = c
+		return l.fromCache(sn, objs, crev)
 	}
-	limit := opts.Limit
-	if opts.ResourceVersion == "0" && opts.Continue == "" {
-		limit = 0
+	if opts.Limit > 0 {
+		return l.storagePage(prefix, start, rev)
 	}
-	out := &CachedList{ResourceVersion: rev, cache: c}
-	next := func(o *watch.Object) {
-		out.Continue = s.reg.encodeContinue(rev, o.Key[len(s.prefix):])
-		c.Retain(sn)
-	}
-	filter := selectorFilter(opts.Labels, opts.Fields)
-	if filter == nil {
-		out.Objects, out.sn = objs, sn
-		if limit > 0 && int64(len(objs)) > limit {
-			out.Objects = objs[:limit:limit]
-			remaining := int64(len(objs)) - limit
-			out.RemainingItemCount = &remaining
-			next(objs[limit])
-		}
-		return out, true, nil
-	}
-	for _, o := range objs {
-		a, err := c.Attrs(o)
-		if err != nil {
-			return nil, false, meta.NewInternalError(fmt.Errorf("reading %s: %w", o.Key, err))
-		}
-		if !filter(a) {
-			continue
-		}
-		if limit > 0 && int64(len(out.Objects)) >= limit {
-			next(o) // the first object of the next page
-			break
-		}
-		out.Objects = append(out.Objects, o)
-	}
-	return out, true, nil
-}
-
-// AppendItemJSON appends o (from ListCached) as the JSON of a list item.
-func (s *Store) AppendItemJSON(dst []byte, o *watch.Object) ([]byte, error) {
-	return s.appendItemJSON(dst, o, !s.res.Options.OmitItemTypeMeta)
-}
-
-func (s *Store) appendItemJSON(dst []byte, o *watch.Object, typeMeta bool) ([]byte, error) {
-	so, err := parseStored(o.Value)
-	if err != nil {
-		return dst, meta.NewInternalError(fmt.Errorf("reading %s: %w", o.Key, err))
-	}
-	return so.appendJSON(dst, o.Revision, typeMeta), nil
+	return l.storageStream(prefix, start, rev)
 }
 
 // cacheObjects returns the objects of a list (from key start on) when the
@@ -331,186 +287,423 @@ func (s *Store) cacheObjects(ctx context.Context, prefix, start []byte, rev int6
 	return c, sn, objs, rev, true
 }
 
-// cachePass streams the watch cache's objects: the values are the cache's
-// (shared, never modified), each item is spliced into one reused buffer.
-func (s *Store) cachePass(ctx context.Context, c *watch.Cache, objs []*watch.Object, opts ListOptions, typeMeta bool) ListReplay {
+// lister is one list in progress (Store.list).
+type lister struct {
+	s        *Store
+	ctx      context.Context
+	opts     ListOptions
+	sink     ListSink
+	typeMeta bool
+	c        *watch.Cache // when the watch cache serves the list
+	buf      []byte       // the item's JSON, reused
+	ebuf     []byte       // its encoding, reused
+}
+
+// itemJSONExtra is what an item's JSON may add to the stored JSON (its
+// resourceVersion).
+const itemJSONExtra = len(`"resourceVersion":"",`) + 20
+
+// item hands a stored object of revision rev to emit, as the list's items
+// are handed over (ListOptions.Encoding, KeepItems).
+func (l *lister) item(so storedObject, rev int64, emit func(item []byte) error) error {
+	enc := l.opts.Encoding
+	if enc == nil && l.opts.KeepItems {
+		return emit(so.appendJSON(make([]byte, 0, len(so.json)+itemJSONExtra), rev, l.typeMeta))
+	}
+	if l.buf == nil {
+		l.buf = make([]byte, 0, len(so.json)+itemJSONExtra)
+	}
+	l.buf = so.appendJSON(l.buf[:0], rev, l.typeMeta)
+	if enc == nil {
+		return emit(l.buf)
+	}
+	if enc.Shared != nil {
+		b, err := enc.Shared(l.buf)
+		if err != nil {
+			return err
+		}
+		return emit(b)
+	}
+	if l.opts.KeepItems {
+		b, err := enc.Append(nil, l.buf)
+		if err != nil {
+			return err
+		}
+		return emit(b)
+	}
+	var err error
+	if l.ebuf, err = enc.Append(l.ebuf[:0], l.buf); err != nil {
+		return err
+	}
+	return emit(l.ebuf)
+}
+
+// object hands an object of the watch cache to emit: its JSON, or the
+// encoding it keeps (watch.Cache.Encoding).
+func (l *lister) object(o *watch.Object, emit func(item []byte) error) error {
+	if enc := l.opts.Encoding; enc != nil {
+		b, err := l.c.Encoding(o, enc.Tag, l.encodeObject)
+		if err != nil {
+			return err
+		}
+		return emit(b)
+	}
+	so, err := parseStored(o.Value)
+	if err != nil {
+		return meta.NewInternalError(fmt.Errorf("reading %s: %w", o.Key, err))
+	}
+	return l.item(so, o.Revision, emit)
+}
+
+// encodeObject is the encoding an object of the watch cache keeps.
+func (l *lister) encodeObject(o *watch.Object) ([]byte, error) {
+	so, err := parseStored(o.Value)
+	if err != nil {
+		return nil, meta.NewInternalError(fmt.Errorf("reading %s: %w", o.Key, err))
+	}
+	l.buf = so.appendJSON(l.buf[:0], o.Revision, l.typeMeta)
+	return l.opts.Encoding.Append(nil, l.buf)
+}
+
+// selected reports whether an object of the watch cache passes filter.
+func (l *lister) selected(o *watch.Object, filter func(any) bool) (bool, error) {
+	a, err := l.c.Attrs(o)
+	if err != nil {
+		return false, meta.NewInternalError(fmt.Errorf("reading %s: %w", o.Key, err))
+	}
+	return filter(a), nil
+}
+
+// fromCache serves the list from the watch cache's snapshot sn: objs are
+// its objects from the list's first key on, rev its revision. A page that
+// leaves objects behind keeps the snapshot (watch.Cache.Retain), so that the
+// next pages come from memory too. As in kube-apiserver, a list at
+// resourceVersion "0" ignores the limit: the whole (selected) collection
+// comes back in one response, which spares an informer's first sync its
+// pages.
+func (l *lister) fromCache(sn *watch.Snapshot, objs []*watch.Object, rev int64) error {
+	s, opts := l.s, &l.opts
+	limit := opts.Limit
+	if opts.ResourceVersion == "0" && opts.Continue == "" {
+		limit = 0
+	}
+	head := ListHead{ResourceVersion: rev, Items: -1, ItemsSize: -1, KeepItems: opts.KeepItems}
 	filter := selectorFilter(opts.Labels, opts.Fields)
-	return func(skip int, emit func(item []byte) error) error {
-		var buf []byte
-		n := 0
-		for i, o := range objs {
+	stretch := filter == nil // objs are a stretch of sn's array
+	switch {
+	case filter == nil:
+		if limit > 0 && int64(len(objs)) > limit {
+			remaining := int64(len(objs)) - limit
+			head.RemainingItemCount = &remaining
+			head.Continue = s.reg.encodeContinue(rev, objs[limit].Key[len(s.prefix):])
+			l.c.Retain(sn)
+			objs = objs[:limit:limit]
+		}
+		head.Items = len(objs)
+	case limit > 0:
+		// The continue token comes first: select the page before it.
+		var page []*watch.Object
+		for _, o := range objs {
+			ok, err := l.selected(o, filter)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			if int64(len(page)) >= limit {
+				head.Continue = s.reg.encodeContinue(rev, o.Key[len(s.prefix):]) // the next page's first
+				l.c.Retain(sn)
+				break
+			}
+			page = append(page, o)
+		}
+		objs, filter = page, nil
+		head.Items = len(objs)
+	}
+	var encs [][]byte // the items' encodings, when measuring fetched them
+	if enc := opts.Encoding; enc != nil && enc.FramedSize != nil {
+		measure := func() (int, error) {
+			encs = make([][]byte, 0, len(objs))
+			size := 0
+			err := l.cachePass(objs, filter, nil, 0, func(b []byte) error {
+				encs = append(encs, b)
+				size += enc.FramedSize(len(b))
+				return nil
+			})
+			return size, err
+		}
+		var err error
+		if stretch && len(objs) > 0 {
+			// Every list of the same stretch of the same state shares the
+			// size: the stretch is named by where it starts in the
+			// snapshot's array and its length.
+			key := struct {
+				tag   string
+				first **watch.Object
+				n     int
+			}{enc.Tag, &objs[0], len(objs)}
+			head.ItemsSize, err = sn.Memo(key, measure)
+		} else {
+			head.ItemsSize, err = measure()
+		}
+		if err != nil {
+			return err
+		}
+		if encs != nil {
+			head.Items = len(encs)
+		}
+	}
+	if err := l.sink.Begin(head); err != nil {
+		return err
+	}
+	if err := l.cachePass(objs, filter, encs, 0, l.sink.Item); err != nil {
+		return err
+	}
+	var end ListEnd
+	if opts.Replay {
+		end.Replay = func(skip int, emit func(item []byte) error) error {
+			return l.cachePass(objs, filter, encs, skip, emit)
+		}
+	}
+	return l.sink.End(end)
+}
+
+// cachePass emits the objects that filter (when not nil) selects, after the
+// first skip ones; encs, when not nil, are the selected objects' encodings.
+func (l *lister) cachePass(objs []*watch.Object, filter func(any) bool, encs [][]byte, skip int, emit func(item []byte) error) error {
+	if encs != nil {
+		for i, b := range encs[min(skip, len(encs)):] {
 			if i&255 == 255 {
-				if err := ctx.Err(); err != nil {
+				if err := l.ctx.Err(); err != nil {
 					return err
 				}
 			}
-			if filter != nil {
-				a, err := c.Attrs(o)
-				if err != nil {
-					return meta.NewInternalError(fmt.Errorf("reading %s: %w", o.Key, err))
-				}
-				if !filter(a) {
-					continue
-				}
-			}
-			if n++; n <= skip {
-				continue
-			}
-			so, err := parseStored(o.Value)
-			if err != nil {
-				return meta.NewInternalError(fmt.Errorf("reading %s: %w", o.Key, err))
-			}
-			buf = so.appendJSON(buf[:0], o.Revision, typeMeta)
-			if err := emit(buf); err != nil {
+			if err := emit(b); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
+	n := 0
+	for i, o := range objs {
+		if i&255 == 255 {
+			if err := l.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if filter != nil {
+			ok, err := l.selected(o, filter)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+		}
+		if n++; n <= skip {
+			continue
+		}
+		if err := l.object(o, emit); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// storagePass streams a list from storage, one page of streamPageSize values
-// at a time, at revision *rev (0: the latest, which the first page then
-// fixes).
-func (s *Store) storagePass(ctx context.Context, prefix []byte, rev *int64, opts ListOptions, typeMeta bool) ListReplay {
-	filtered := opts.Labels != nil || opts.Fields != nil
-	return func(skip int, emit func(item []byte) error) error {
-		var (
-			buf   []byte
-			start []byte
-			n     int
-		)
-		for {
-			page, err := s.reg.cfg.Storage.List(ctx, storage.ListOptions{Prefix: prefix, StartKey: start, Revision: *rev, Limit: streamPageSize})
-			if err != nil {
-				return storageError(err, s.res.GroupResource(), "")
-			}
-			*rev = page.Revision
-			for _, kv := range page.Items {
-				if !filtered && n < skip {
-					n++
-					continue
-				}
-				so, err := parseStored(kv.Value)
-				if err != nil {
-					return meta.NewInternalError(fmt.Errorf("reading %s: %w", kv.Key, err))
-				}
-				if filtered {
-					ok, err := s.matches(so, kv.Revision, opts)
-					if err != nil {
-						return err
-					}
-					if !ok {
-						continue
-					}
-					if n++; n <= skip {
-						continue
-					}
-				}
-				buf = so.appendJSON(buf[:0], kv.Revision, typeMeta)
-				if err := emit(buf); err != nil {
-					return err
-				}
-			}
-			if !page.More {
-				return nil
-			}
-			start = page.NextKey
-		}
+// storageError maps a storage error of the list: a continue token whose
+// snapshot is compacted is a 410 with a token to resume at the latest
+// revision.
+func (l *lister) storageError(err error, first []byte) error {
+	var compacted *storage.CompactedError
+	if l.opts.Continue != "" && errors.As(err, &compacted) {
+		return l.s.continueExpired(first[len(l.s.prefix):])
 	}
+	return storageError(err, l.s.res.GroupResource(), "")
 }
 
-// list reads a list (one page of it when opts.Limit is set).
-func (s *Store) list(ctx context.Context, ns string, opts ListOptions, typeMeta bool) (*ListResult, error) {
-	prefix := s.listPrefix(ns)
-	rev, start, err := s.listStart(ctx, prefix, opts)
-	if err != nil {
-		return nil, err
+// storageStream serves a list without a limit from storage, from key start
+// on, at revision rev (0: the latest): one page of streamPageSize values at
+// a time. Begin comes before the first item (or after the last page when
+// there is none), so that the first page's errors are still the list's own.
+func (l *lister) storageStream(prefix, start []byte, rev int64) error {
+	begun := false
+	begin := func() error {
+		begun = true
+		return l.sink.Begin(ListHead{ResourceVersion: rev, Items: -1, ItemsSize: -1, KeepItems: l.opts.KeepItems})
 	}
-	first := start // where a continued list resumes
-	if cl, ok, err := s.cachedList(ctx, prefix, start, rev, opts); err != nil || ok {
-		if err != nil {
-			return nil, err
-		}
-		out := &ListResult{ResourceVersion: cl.ResourceVersion, Continue: cl.Continue, RemainingItemCount: cl.RemainingItemCount}
-		out.Items = make([][]byte, 0, len(cl.Objects))
-		for _, o := range cl.Objects {
-			item, err := s.appendItemJSON(nil, o, typeMeta)
-			if err != nil {
-				return nil, err
+	emit := func(item []byte) error {
+		if !begun {
+			if err := begin(); err != nil {
+				return err
 			}
-			out.Items = append(out.Items, item)
 		}
-		return out, nil
+		return l.sink.Item(item)
 	}
-	filtered := opts.Labels != nil || opts.Fields != nil
-	out := &ListResult{}
-	st := s.reg.cfg.Storage
+	if err := l.storagePass(prefix, start, &rev, 0, emit); err != nil {
+		return err
+	}
+	if !begun {
+		if err := begin(); err != nil {
+			return err
+		}
+	}
+	var end ListEnd
+	if l.opts.Replay {
+		end.Replay = func(skip int, emit func(item []byte) error) error {
+			return l.storagePass(prefix, start, &rev, skip, emit)
+		}
+	}
+	return l.sink.End(end)
+}
+
+// storagePass reads a list from storage from key start on, one page of
+// streamPageSize values at a time, at revision *rev (0: the latest, which
+// the first page then fixes), and emits the selected items after the first
+// skip ones.
+func (l *lister) storagePass(prefix, start []byte, rev *int64, skip int, emit func(item []byte) error) error {
+	first := start
+	filtered := l.opts.Labels != nil || l.opts.Fields != nil
+	n := 0
 	for {
-		req := storage.ListOptions{Prefix: prefix, StartKey: start, Revision: rev}
-		if opts.Limit > 0 {
-			req.Count = !filtered // remainingItemCount is shown only then
-			req.Limit = opts.Limit - int64(len(out.Items))
-			if filtered && req.Limit < 64 {
-				req.Limit = 64 // read ahead when filtering
-			}
-		}
-		page, err := st.List(ctx, req)
+		page, err := l.s.reg.cfg.Storage.List(l.ctx, storage.ListOptions{Prefix: prefix, StartKey: start, Revision: *rev, Limit: streamPageSize})
 		if err != nil {
-			var compacted *storage.CompactedError
-			if opts.Continue != "" && errors.As(err, &compacted) {
-				return nil, s.continueExpired(first[len(s.prefix):])
-			}
-			return nil, storageError(err, s.res.GroupResource(), "")
+			return l.storageError(err, first)
 		}
-		rev = page.Revision
-		for i, kv := range page.Items {
+		*rev = page.Revision
+		for _, kv := range page.Items {
+			if !filtered && n < skip {
+				n++
+				continue
+			}
 			so, err := parseStored(kv.Value)
 			if err != nil {
-				return nil, meta.NewInternalError(fmt.Errorf("reading %s: %w", kv.Key, err))
+				return meta.NewInternalError(fmt.Errorf("reading %s: %w", kv.Key, err))
 			}
 			if filtered {
-				ok, err := s.matches(so, kv.Revision, opts)
+				ok, err := l.s.matches(so, kv.Revision, l.opts)
 				if err != nil {
-					return nil, err
+					return err
 				}
 				if !ok {
 					continue
 				}
-			}
-			out.Items = append(out.Items, so.appendJSON(nil, kv.Revision, typeMeta))
-			if opts.Limit > 0 && int64(len(out.Items)) >= opts.Limit {
-				more := i < len(page.Items)-1 || page.More
-				if more {
-					next := append(append([]byte{}, kv.Key...), 0)
-					if i == len(page.Items)-1 && page.More {
-						// Resume at the key storage found next, as its
-						// contract asks: storage remembers the count of
-						// the keys left under that key, so that paging
-						// through N keys costs O(N), not O(N²/limit).
-						// (At the token's revision no key lies between
-						// the two.)
-						next = page.NextKey
-					}
-					out.Continue = s.reg.encodeContinue(rev, next[len(s.prefix):])
-					if !filtered {
-						remaining := int64(len(page.Items)-1-i) + max(page.Remaining, 0)
-						if page.Remaining >= 0 {
-							out.RemainingItemCount = &remaining
-						}
-					}
+				if n++; n <= skip {
+					continue
 				}
-				out.ResourceVersion = rev
-				return out, nil
 			}
+			if err := l.item(so, kv.Revision, emit); err != nil {
+				return err
+			}
+		}
+		if !page.More {
+			return nil
+		}
+		start = page.NextKey
+	}
+}
+
+// storagePage serves one page of a limited list from storage, from key
+// start on, at revision rev (0: the latest). The page's values are read
+// before Begin, which needs its continue token and remaining count; they
+// are spliced into items only as the sink takes them.
+func (l *lister) storagePage(prefix, start []byte, rev int64) error {
+	s, opts := l.s, &l.opts
+	filtered := opts.Labels != nil || opts.Fields != nil
+	first := start // where a continued list resumes
+	head := ListHead{ItemsSize: -1, KeepItems: opts.KeepItems}
+	var items []storage.KeyValue // the page's
+	for {
+		req := storage.ListOptions{Prefix: prefix, StartKey: start, Revision: rev, Limit: opts.Limit - int64(len(items))}
+		req.Count = !filtered // remainingItemCount is shown only then
+		if filtered && req.Limit < 64 {
+			req.Limit = 64 // read ahead when filtering
+		}
+		page, err := s.reg.cfg.Storage.List(l.ctx, req)
+		if err != nil {
+			return l.storageError(err, first)
+		}
+		rev = page.Revision
+		last := -1 // the index in page.Items of the item that fills the page
+		if filtered {
+			for i, kv := range page.Items {
+				so, err := parseStored(kv.Value)
+				if err != nil {
+					return meta.NewInternalError(fmt.Errorf("reading %s: %w", kv.Key, err))
+				}
+				ok, err := s.matches(so, kv.Revision, *opts)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					continue
+				}
+				if items = append(items, kv); int64(len(items)) >= opts.Limit {
+					last = i
+					break
+				}
+			}
+		} else {
+			k := int(min(int64(len(page.Items)), opts.Limit-int64(len(items))))
+			if items == nil {
+				items = page.Items[:k:k] // the whole page in one read (the usual case): no copy
+			} else {
+				items = append(items, page.Items[:k]...)
+			}
+			if int64(len(items)) >= opts.Limit {
+				last = k - 1
+			}
+		}
+		if last >= 0 {
+			if last < len(page.Items)-1 || page.More {
+				next := append(append([]byte{}, page.Items[last].Key...), 0)
+				if last == len(page.Items)-1 && page.More {
+					// Resume at the key storage found next, as its
+					// contract asks: storage remembers the count of the
+					// keys left under that key, so that paging through N
+					// keys costs O(N), not O(N²/limit). (At the token's
+					// revision no key lies between the two.)
+					next = page.NextKey
+				}
+				head.Continue = s.reg.encodeContinue(rev, next[len(s.prefix):])
+				if !filtered && page.Remaining >= 0 {
+					remaining := int64(len(page.Items)-1-last) + page.Remaining
+					head.RemainingItemCount = &remaining
+				}
+			}
+			break
 		}
 		if !page.More {
 			break
 		}
 		start = page.NextKey
 	}
-	out.ResourceVersion = rev
-	return out, nil
+	head.ResourceVersion, head.Items = rev, len(items)
+	if err := l.sink.Begin(head); err != nil {
+		return err
+	}
+	if err := l.pagePass(items, 0, l.sink.Item); err != nil {
+		return err
+	}
+	var end ListEnd
+	if opts.Replay {
+		end.Replay = func(skip int, emit func(item []byte) error) error { return l.pagePass(items, skip, emit) }
+	}
+	return l.sink.End(end)
+}
+
+// pagePass emits the items of a page read from storage after the first skip.
+func (l *lister) pagePass(items []storage.KeyValue, skip int, emit func(item []byte) error) error {
+	for _, kv := range items[min(skip, len(items)):] {
+		so, err := parseStored(kv.Value)
+		if err != nil {
+			return meta.NewInternalError(fmt.Errorf("reading %s: %w", kv.Key, err))
+		}
+		if err := l.item(so, kv.Revision, emit); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // listStart decides the snapshot revision and the first key of a list.
