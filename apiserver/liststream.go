@@ -359,7 +359,7 @@ func (p *protobufListSink) Begin(h registry.ListHead) error {
 func (p *protobufListSink) Item(item []byte) error {
 	if p.size >= 0 {
 		// The size is known: write the item.
-		prefix := p.framed(len(item))
+		prefix := protowire.AppendVarint(protowire.AppendTag(p.prefix[:0], p.itemsField, protowire.BytesType), uint64(len(item)))
 		p.written += len(prefix) + len(item)
 		if _, err := p.sw.Write(prefix); err != nil {
 			return err

@@ -294,65 +294,80 @@ type lister struct {
 	opts     ListOptions
 	sink     ListSink
 	typeMeta bool
-	c        *watch.Cache // when the watch cache serves the list
-	buf      []byte       // the item's JSON, reused
-	ebuf     []byte       // its encoding, reused
+	c        *watch.Cache                          // when the watch cache serves the list
+	buf      []byte                                // the item's JSON, reused
+	ebuf     []byte                                // its encoding, reused
+	encode   func(o *watch.Object) ([]byte, error) // encodeObject, with an Encoding
 }
+
+// itemSink takes the items of a pass over a list: the sink, or a replay's
+// emit function.
+type itemSink interface {
+	Item(item []byte) error
+}
+
+// emitFunc is an emit function as an itemSink.
+type emitFunc func(item []byte) error
+
+func (f emitFunc) Item(item []byte) error { return f(item) }
 
 // itemJSONExtra is what an item's JSON may add to the stored JSON (its
 // resourceVersion).
 const itemJSONExtra = len(`"resourceVersion":"",`) + 20
 
-// item hands a stored object of revision rev to emit, as the list's items
+// item hands a stored object of revision rev to out, as the list's items
 // are handed over (ListOptions.Encoding, KeepItems).
-func (l *lister) item(so storedObject, rev int64, emit func(item []byte) error) error {
+func (l *lister) item(so storedObject, rev int64, out itemSink) error {
 	enc := l.opts.Encoding
 	if enc == nil && l.opts.KeepItems {
-		return emit(so.appendJSON(make([]byte, 0, len(so.json)+itemJSONExtra), rev, l.typeMeta))
+		return out.Item(so.appendJSON(make([]byte, 0, len(so.json)+itemJSONExtra), rev, l.typeMeta))
 	}
 	if l.buf == nil {
 		l.buf = make([]byte, 0, len(so.json)+itemJSONExtra)
 	}
 	l.buf = so.appendJSON(l.buf[:0], rev, l.typeMeta)
 	if enc == nil {
-		return emit(l.buf)
+		return out.Item(l.buf)
 	}
 	if enc.Shared != nil {
 		b, err := enc.Shared(l.buf)
 		if err != nil {
 			return err
 		}
-		return emit(b)
+		return out.Item(b)
 	}
 	if l.opts.KeepItems {
 		b, err := enc.Append(nil, l.buf)
 		if err != nil {
 			return err
 		}
-		return emit(b)
+		return out.Item(b)
 	}
 	var err error
 	if l.ebuf, err = enc.Append(l.ebuf[:0], l.buf); err != nil {
 		return err
 	}
-	return emit(l.ebuf)
+	return out.Item(l.ebuf)
 }
 
-// object hands an object of the watch cache to emit: its JSON, or the
+// object hands an object of the watch cache to out: its JSON, or the
 // encoding it keeps (watch.Cache.Encoding).
-func (l *lister) object(o *watch.Object, emit func(item []byte) error) error {
+func (l *lister) object(o *watch.Object, out itemSink) error {
 	if enc := l.opts.Encoding; enc != nil {
-		b, err := l.c.Encoding(o, enc.Tag, l.encodeObject)
+		if l.encode == nil {
+			l.encode = l.encodeObject
+		}
+		b, err := l.c.Encoding(o, enc.Tag, l.encode)
 		if err != nil {
 			return err
 		}
-		return emit(b)
+		return out.Item(b)
 	}
 	so, err := parseStored(o.Value)
 	if err != nil {
 		return meta.NewInternalError(fmt.Errorf("reading %s: %w", o.Key, err))
 	}
-	return l.item(so, o.Revision, emit)
+	return l.item(so, o.Revision, out)
 }
 
 // encodeObject is the encoding an object of the watch cache keeps.
@@ -426,11 +441,11 @@ func (l *lister) fromCache(sn *watch.Snapshot, objs []*watch.Object, rev int64) 
 		measure := func() (int, error) {
 			encs = make([][]byte, 0, len(objs))
 			size := 0
-			err := l.cachePass(objs, filter, nil, 0, func(b []byte) error {
+			err := l.cachePass(objs, filter, nil, 0, emitFunc(func(b []byte) error {
 				encs = append(encs, b)
 				size += enc.FramedSize(len(b))
 				return nil
-			})
+			}))
 			return size, err
 		}
 		var err error
@@ -457,13 +472,13 @@ func (l *lister) fromCache(sn *watch.Snapshot, objs []*watch.Object, rev int64) 
 	if err := l.sink.Begin(head); err != nil {
 		return err
 	}
-	if err := l.cachePass(objs, filter, encs, 0, l.sink.Item); err != nil {
+	if err := l.cachePass(objs, filter, encs, 0, l.sink); err != nil {
 		return err
 	}
 	var end ListEnd
 	if opts.Replay {
 		end.Replay = func(skip int, emit func(item []byte) error) error {
-			return l.cachePass(objs, filter, encs, skip, emit)
+			return l.cachePass(objs, filter, encs, skip, emitFunc(emit))
 		}
 	}
 	return l.sink.End(end)
@@ -471,7 +486,7 @@ func (l *lister) fromCache(sn *watch.Snapshot, objs []*watch.Object, rev int64) 
 
 // cachePass emits the objects that filter (when not nil) selects, after the
 // first skip ones; encs, when not nil, are the selected objects' encodings.
-func (l *lister) cachePass(objs []*watch.Object, filter func(any) bool, encs [][]byte, skip int, emit func(item []byte) error) error {
+func (l *lister) cachePass(objs []*watch.Object, filter func(any) bool, encs [][]byte, skip int, out itemSink) error {
 	if encs != nil {
 		for i, b := range encs[min(skip, len(encs)):] {
 			if i&255 == 255 {
@@ -479,7 +494,29 @@ func (l *lister) cachePass(objs []*watch.Object, filter func(any) bool, encs [][
 					return err
 				}
 			}
-			if err := emit(b); err != nil {
+			if err := out.Item(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if enc := l.opts.Encoding; enc != nil && filter == nil {
+		// Every object, in its kept encoding: the hot loop of a protobuf
+		// list from the watch cache.
+		if l.encode == nil {
+			l.encode = l.encodeObject
+		}
+		for i, o := range objs[min(skip, len(objs)):] {
+			if i&255 == 255 {
+				if err := l.ctx.Err(); err != nil {
+					return err
+				}
+			}
+			b, err := l.c.Encoding(o, enc.Tag, l.encode)
+			if err != nil {
+				return err
+			}
+			if err := out.Item(b); err != nil {
 				return err
 			}
 		}
@@ -504,7 +541,7 @@ func (l *lister) cachePass(objs []*watch.Object, filter func(any) bool, encs [][
 		if n++; n <= skip {
 			continue
 		}
-		if err := l.object(o, emit); err != nil {
+		if err := l.object(o, out); err != nil {
 			return err
 		}
 	}
@@ -540,7 +577,7 @@ func (l *lister) storageStream(prefix, start []byte, rev int64) error {
 		}
 		return l.sink.Item(item)
 	}
-	if err := l.storagePass(prefix, start, &rev, 0, emit); err != nil {
+	if err := l.storagePass(prefix, start, &rev, 0, emitFunc(emit)); err != nil {
 		return err
 	}
 	if !begun {
@@ -551,7 +588,7 @@ func (l *lister) storageStream(prefix, start []byte, rev int64) error {
 	var end ListEnd
 	if l.opts.Replay {
 		end.Replay = func(skip int, emit func(item []byte) error) error {
-			return l.storagePass(prefix, start, &rev, skip, emit)
+			return l.storagePass(prefix, start, &rev, skip, emitFunc(emit))
 		}
 	}
 	return l.sink.End(end)
@@ -561,7 +598,7 @@ func (l *lister) storageStream(prefix, start []byte, rev int64) error {
 // streamPageSize values at a time, at revision *rev (0: the latest, which
 // the first page then fixes), and emits the selected items after the first
 // skip ones.
-func (l *lister) storagePass(prefix, start []byte, rev *int64, skip int, emit func(item []byte) error) error {
+func (l *lister) storagePass(prefix, start []byte, rev *int64, skip int, out itemSink) error {
 	first := start
 	filtered := l.opts.Labels != nil || l.opts.Fields != nil
 	n := 0
@@ -592,7 +629,7 @@ func (l *lister) storagePass(prefix, start []byte, rev *int64, skip int, emit fu
 					continue
 				}
 			}
-			if err := l.item(so, kv.Revision, emit); err != nil {
+			if err := l.item(so, kv.Revision, out); err != nil {
 				return err
 			}
 		}
@@ -682,24 +719,24 @@ func (l *lister) storagePage(prefix, start []byte, rev int64) error {
 	if err := l.sink.Begin(head); err != nil {
 		return err
 	}
-	if err := l.pagePass(items, 0, l.sink.Item); err != nil {
+	if err := l.pagePass(items, 0, l.sink); err != nil {
 		return err
 	}
 	var end ListEnd
 	if opts.Replay {
-		end.Replay = func(skip int, emit func(item []byte) error) error { return l.pagePass(items, skip, emit) }
+		end.Replay = func(skip int, emit func(item []byte) error) error { return l.pagePass(items, skip, emitFunc(emit)) }
 	}
 	return l.sink.End(end)
 }
 
 // pagePass emits the items of a page read from storage after the first skip.
-func (l *lister) pagePass(items []storage.KeyValue, skip int, emit func(item []byte) error) error {
+func (l *lister) pagePass(items []storage.KeyValue, skip int, out itemSink) error {
 	for _, kv := range items[min(skip, len(items)):] {
 		so, err := parseStored(kv.Value)
 		if err != nil {
 			return meta.NewInternalError(fmt.Errorf("reading %s: %w", kv.Key, err))
 		}
-		if err := l.item(so, kv.Revision, emit); err != nil {
+		if err := l.item(so, kv.Revision, out); err != nil {
 			return err
 		}
 	}
