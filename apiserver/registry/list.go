@@ -195,20 +195,12 @@ func (s *Store) List(ctx context.Context, ns string, opts ListOptions, sink List
 	if err := s.notVirtual(); err != nil {
 		return err
 	}
-	return s.list(ctx, ns, opts, sink, !s.res.Options.OmitItemTypeMeta)
-}
-
-// streamPageSize is the storage page size of a list without a limit: only
-// one page of values is held at a time.
-const streamPageSize = 500
-
-func (s *Store) list(ctx context.Context, ns string, opts ListOptions, sink ListSink, typeMeta bool) error {
 	prefix := s.listPrefix(ns)
 	rev, start, err := s.listStart(ctx, prefix, opts)
 	if err != nil {
 		return err
 	}
-	l := &lister{s: s, ctx: ctx, opts: opts, sink: sink, typeMeta: typeMeta}
+	l := &lister{s: s, ctx: ctx, opts: opts, sink: sink, typeMeta: !s.res.Options.OmitItemTypeMeta}
 	if c, sn, objs, crev, ok := s.cacheObjects(ctx, prefix, start, rev, opts); ok {
 		l.c = c
 		return l.fromCache(sn, objs, crev)
@@ -287,7 +279,11 @@ func (s *Store) cacheObjects(ctx context.Context, prefix, start []byte, rev int6
 	return c, sn, objs, rev, true
 }
 
-// lister is one list in progress (Store.list).
+// streamPageSize is the storage page size of a list without a limit: only
+// one page of values is held at a time.
+const streamPageSize = 500
+
+// lister is one list in progress (Store.List).
 type lister struct {
 	s        *Store
 	ctx      context.Context
