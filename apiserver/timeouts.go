@@ -41,8 +41,14 @@ const responseWriteGrace = 10 * time.Second
 // without Unwrap) is left as it is.
 func setIODeadlines(w http.ResponseWriter, r *http.Request, deadline time.Time, grace time.Duration) {
 	d, ok := w.(connDeadlines)
-	if !ok {
-		d = http.NewResponseController(w)
+	for !ok {
+		// Walk wrappers as http.ResponseController does, without making one.
+		u, isWrapper := w.(interface{ Unwrap() http.ResponseWriter })
+		if !isWrapper {
+			return
+		}
+		w = u.Unwrap()
+		d, ok = w.(connDeadlines)
 	}
 	if r.Body != nil && r.Body != http.NoBody {
 		_ = d.SetReadDeadline(deadline)

@@ -43,6 +43,7 @@ type Level struct {
 	seq     uint64           // arrival order of waiters
 	flows   map[string]*flow // flows that hold seats or wait
 	queued  []*flow          // flows with waiters, in no particular order
+	idle    *flow            // a forgotten flow, to reuse
 }
 
 type flow struct {
@@ -112,7 +113,12 @@ func (l *Level) Acquire(ctx context.Context, flowID string, width int, maxWait t
 	l.mu.Lock()
 	f := l.flows[flowID]
 	if f == nil {
-		f = &flow{id: flowID}
+		if f = l.idle; f != nil {
+			l.idle = nil
+			f.id = flowID
+		} else {
+			f = &flow{id: flowID}
+		}
 		l.flows[flowID] = f
 	}
 	// Run at once when nobody waits (waiters go first) and it fits.
@@ -281,9 +287,13 @@ func (l *Level) unqueueIfEmpty(f *flow) {
 	}
 }
 
-// forget drops a flow that holds and waits for nothing.
+// forget drops a flow that holds and waits for nothing, keeping it to
+// reuse for the next new flow: a lone user's flow comes and goes with each
+// request.
 func (l *Level) forget(f *flow) {
-	if f.used == 0 && len(f.queue) == 0 {
+	if f.used == 0 && len(f.queue) == 0 && l.flows[f.id] == f {
 		delete(l.flows, f.id)
+		f.inQ, f.queue = false, nil
+		l.idle = f
 	}
 }
