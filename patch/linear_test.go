@@ -329,18 +329,25 @@ func strategicDeletes(tb testing.TB, n int) (orig, p map[string]any) {
 // allocations grow linearly with the list and the deletions (each pass
 // over the list allocated one element key per element: quadratic).
 func TestStrategicDeletesLinear(t *testing.T) {
+	strategicAllocsLinear(t, strategicDeletes, 250, "elements")
+}
+
+// strategicAllocsLinear checks that the allocations of the strategic merge
+// patches build makes grow linearly, from n to 8n.
+func strategicAllocsLinear(t *testing.T, build func(testing.TB, int) (map[string]any, map[string]any), n int, what string) {
+	t.Helper()
 	s := mustSchema(t, smpSchema)
 	allocs := func(n int) float64 {
-		orig, p := strategicDeletes(t, n)
+		orig, p := build(t, n)
 		return testing.AllocsPerRun(2, func() {
 			if _, err := Strategic(orig, p, s); err != nil {
 				t.Fatal(err)
 			}
 		})
 	}
-	small, large := allocs(250), allocs(2000)
+	small, large := allocs(n), allocs(8*n)
 	if r := large / small; r > 12 {
-		t.Fatalf("allocations grow %.1f times for 8 times the elements (%.0f, %.0f): not linear", r, small, large)
+		t.Fatalf("allocations grow %.1f times for 8 times the %s (%.0f, %.0f): not linear", r, what, small, large)
 	}
 }
 
@@ -476,19 +483,7 @@ func TestOrderedZipOrdersOther(t *testing.T) {
 // allocations grow linearly with the nesting (a copy of the current value
 // at each level allocated each map below it again: quadratic).
 func TestStrategicNestedLinear(t *testing.T) {
-	s := mustSchema(t, smpSchema)
-	allocs := func(n int) float64 {
-		orig, p := strategicNested(t, n)
-		return testing.AllocsPerRun(2, func() {
-			if _, err := Strategic(orig, p, s); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
-	small, large := allocs(100), allocs(800)
-	if r := large / small; r > 12 {
-		t.Fatalf("allocations grow %.1f times for 8 times the nesting (%.0f, %.0f): not linear", r, small, large)
-	}
+	strategicAllocsLinear(t, strategicNested, 100, "nesting")
 }
 
 // The bytes allocated by a patch of n elements with the same key grow
