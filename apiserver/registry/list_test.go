@@ -8,28 +8,12 @@ import (
 	"testing"
 
 	"github.com/kapi-dev/kapi/meta"
-	"github.com/kapi-dev/kapi/storage/badger"
 )
 
 // configMapStore returns the configmaps' Store of a registry over an
 // in-memory Badger store, both closed when the test ends.
 func configMapStore(t *testing.T) *Store {
-	t.Helper()
-	store, err := badger.Open(badger.InMemoryOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	reg, err := New(Config{Storage: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(reg.Close)
-	if err := reg.Register(ConfigMaps()); err != nil {
-		t.Fatal(err)
-	}
-	st, _ := reg.Store(meta.GroupVersionResource{Version: "v1", Resource: "configmaps"})
-	return st
+	return newBuiltinStore(t, ConfigMaps())
 }
 
 // recordingSink checks ListSink's call order and ownership rules and
