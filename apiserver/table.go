@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/kapi-dev/kapi/apiserver/registry"
@@ -68,6 +69,9 @@ type tableBuilder struct {
 	now     time.Time
 	cols    []registry.Column
 	paths   []jsonPath // compiled JSONPath of cols (nil for Value columns)
+	// placedName says a column of format "name" places the name: the
+	// Name column does not come first.
+	placedName bool
 	// decode says a column computes its cell from the decoded object
 	// (Value); otherwise cells are read from the JSON text directly.
 	decode bool
@@ -104,6 +108,7 @@ func keyIndex(keys *[]string, k string) int {
 
 func newTableBuilder(res *registry.Resource, version, include string, now time.Time) (*tableBuilder, error) {
 	b := &tableBuilder{res: res, version: version, include: include, now: now, cols: res.PrinterColumns}
+	b.placedName = slices.ContainsFunc(b.cols, func(c registry.Column) bool { return c.Format == "name" })
 	b.paths = make([]jsonPath, len(b.cols))
 	for i, c := range b.cols {
 		if c.Value != nil {
@@ -135,6 +140,9 @@ func newTableBuilder(res *registry.Resource, version, include string, now time.T
 // columns returns the column definitions.
 func (b *tableBuilder) columns() []tableColumn {
 	out := []tableColumn{{Name: "Name", Type: "string", Format: "name", Description: nameDescription}}
+	if b.placedName {
+		out = out[:0]
+	}
 	if len(b.cols) == 0 {
 		return append(out, tableColumn{Name: "Created At", Type: "date", Description: creationTimestampDescription})
 	}
@@ -198,7 +206,9 @@ func (b *tableBuilder) row(raw []byte) (tableRow, string, error) {
 	}
 	nameStr, _ := name.(string)
 	rvStr, _ := rv.(string)
-	row.Cells = append(row.Cells, nameStr)
+	if !b.placedName {
+		row.Cells = append(row.Cells, nameStr)
+	}
 	if len(b.cols) == 0 {
 		row.Cells = append(row.Cells, created)
 	}
@@ -213,7 +223,11 @@ func (b *tableBuilder) row(raw []byte) (tableRow, string, error) {
 	for i, c := range b.cols {
 		switch {
 		case c.Value != nil:
-			row.Cells = append(row.Cells, c.Value(obj))
+			v := c.Value(obj)
+			if c.Type == "date" {
+				v = cellValue(v, "date", b.now) // an age, as for JSONPath columns
+			}
+			row.Cells = append(row.Cells, v)
 		case obj != nil:
 			row.Cells = append(row.Cells, cellValue(b.paths[i].first(obj), c.Type, b.now))
 		default:

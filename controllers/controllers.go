@@ -1,7 +1,8 @@
 // Package controllers holds the controllers kapi runs in-process on top of a
 // registry: the namespace controller, which empties terminating namespaces
-// (namespace.go), and the garbage collector, which follows ownerReferences
-// (gc.go). They use only the registry's exported API, as a controller
+// (namespace.go), the garbage collector, which follows ownerReferences
+// (gc.go), and the expiry controller, which deletes objects of types with a
+// time to live (expiry.go). They use only the registry's exported API, as a controller
 // outside kapi would, and work from storage alone: a restart rebuilds their
 // state and finishes interrupted work.
 //
@@ -36,7 +37,8 @@ type Config struct {
 	// metrics (kapi_garbage_collector_actions_total,
 	// kapi_garbage_collector_graph_objects,
 	// kapi_garbage_collector_syncs_total,
-	// kapi_namespace_controller_namespaces_finalized_total).
+	// kapi_namespace_controller_namespaces_finalized_total,
+	// kapi_expiry_controller_objects_expired_total).
 	Metrics prometheus.Registerer
 }
 
@@ -49,6 +51,8 @@ type Controllers struct {
 	// typesChanged is signalled (without blocking) after every Register and
 	// Unregister; the garbage collector rebuilds its graph then.
 	typesChanged chan struct{}
+	// expiryTypesChanged is the same signal for the expiry controller.
+	expiryTypesChanged chan struct{}
 }
 
 // New returns the controllers of reg and registers their metrics. Nothing
@@ -63,7 +67,7 @@ func New(reg *registry.Registry, cfg Config) (*Controllers, error) {
 	if cfg.Retry <= 0 {
 		cfg.Retry = time.Second
 	}
-	c := &Controllers{reg: reg, cfg: cfg, typesChanged: make(chan struct{}, 1)}
+	c := &Controllers{reg: reg, cfg: cfg, typesChanged: make(chan struct{}, 1), expiryTypesChanged: make(chan struct{}, 1)}
 	if cfg.Metrics != nil {
 		var err error
 		if c.metrics, err = newMetrics(cfg.Metrics); err != nil {
@@ -71,21 +75,25 @@ func New(reg *registry.Registry, cfg Config) (*Controllers, error) {
 		}
 	}
 	reg.OnChange(func() {
-		select {
-		case c.typesChanged <- struct{}{}:
-		default:
+		for _, ch := range []chan struct{}{c.typesChanged, c.expiryTypesChanged} {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
 		}
 	})
 	return c, nil
 }
 
-// Run runs the namespace controller and the garbage collector until ctx
-// ends. It may run again after it returned (an apiserver.Elector runs it
-// each time this instance leads), but two runs must not overlap.
+// Run runs the namespace controller, the garbage collector and the expiry
+// controller until ctx ends. It may run again after it returned (an
+// apiserver.Elector runs it each time this instance leads), but two runs
+// must not overlap.
 func (c *Controllers) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { c.runNamespaceController(ctx) })
 	wg.Go(func() { c.runGarbageCollector(ctx) })
+	wg.Go(func() { c.runExpiry(ctx) })
 	wg.Wait()
 }
 

@@ -20,6 +20,7 @@ type metrics struct {
 	gcGraphObjects     prometheus.Gauge
 	gcSyncs            prometheus.Counter
 	namespaceFinalized prometheus.Counter
+	expiredObjects     prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -40,8 +41,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "kapi_namespace_controller_namespaces_finalized_total",
 			Help: "Number of terminating namespaces the namespace controller emptied and finalized.",
 		}),
+		expiredObjects: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kapi_expiry_controller_objects_expired_total",
+			Help: "Number of objects of types with a time to live (events) the expiry controller deleted.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.gcActions, m.gcGraphObjects, m.gcSyncs, m.namespaceFinalized} {
+	for _, c := range []prometheus.Collector{m.gcActions, m.gcGraphObjects, m.gcSyncs, m.namespaceFinalized, m.expiredObjects} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -74,5 +79,11 @@ func (m *metrics) gcGraph(n int) {
 func (m *metrics) namespaceDone() {
 	if m != nil {
 		m.namespaceFinalized.Inc()
+	}
+}
+
+func (m *metrics) expired(n int) {
+	if m != nil && n > 0 {
+		m.expiredObjects.Add(float64(n))
 	}
 }

@@ -58,7 +58,7 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts DeleteOptions)
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	st := s.reg.cfg.Storage
+	st := s.storage
 	key := s.key(ns, name)
 	for {
 		cur, err := st.Get(ctx, key, 0)
@@ -188,7 +188,7 @@ func (s *Store) writeBack(ctx context.Context, key []byte, obj Object, rev int64
 	if err != nil {
 		return nil, meta.NewInternalError(err)
 	}
-	newRev, err := s.reg.cfg.Storage.Update(ctx, key, enc, rev)
+	newRev, err := s.storage.Update(ctx, key, enc, rev)
 	if err != nil {
 		if errors.Is(err, storage.ErrConflict) {
 			return nil, err

@@ -479,7 +479,7 @@ func (s *Store) WatchObject(ctx context.Context, ns, name, resourceVersion strin
 	// The storage watch lives as long as the goroutine below: it ends with
 	// ctx, and also when the goroutine returns (after DELETED or an error).
 	ctx, cancel := context.WithCancel(ctx)
-	events, err := s.reg.cfg.Storage.Watch(ctx, storage.WatchOptions{Prefix: key, FromRevision: from})
+	events, err := s.storage.Watch(ctx, storage.WatchOptions{Prefix: key, FromRevision: from})
 	if err != nil {
 		cancel()
 		return nil, storageError(err, s.res.GroupResource(), name)

@@ -61,6 +61,7 @@ func Leases() Resource {
 			ageColumn,
 		},
 		Options: Options{
+			CreateOnUpdate:   true,
 			NoGeneration:     true,
 			OmitItemTypeMeta: true,
 			TypedDecoding:    true,

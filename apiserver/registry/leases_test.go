@@ -132,3 +132,25 @@ func TestLeaseProtobuf(t *testing.T) {
 		t.Errorf("encoded %x\nwant    %x", again, wire)
 	}
 }
+
+// TestLeaseCreateOnUpdate: a PUT without resourceVersion creates a missing
+// lease, as kube-apiserver's lease strategy allows (client-go's lease lock
+// creates with POST, other clients with PUT); one with a resourceVersion
+// is a 404.
+func TestLeaseCreateOnUpdate(t *testing.T) {
+	ctx := context.Background()
+	st := newBuiltinStore(t, Leases())
+	res, err := st.Update(ctx, "ns1", "l1", mustObject(t, `{"metadata":{"name":"l1"},"spec":{"holderIdentity":"a"}}`), WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Created || res.Object["spec"].(map[string]any)["holderIdentity"] != "a" {
+		t.Fatalf("created %v, object %v", res.Created, res.Object)
+	}
+	res, err = st.Update(ctx, "ns1", "l1", mustObject(t, `{"metadata":{"name":"l1","resourceVersion":"`+res.Object["metadata"].(map[string]any)["resourceVersion"].(string)+`"},"spec":{"holderIdentity":"b"}}`), WriteOptions{})
+	if err != nil || res.Created {
+		t.Fatalf("update: created %v, %v", res != nil && res.Created, err)
+	}
+	_, err = st.Update(ctx, "ns1", "l2", mustObject(t, `{"metadata":{"name":"l2","resourceVersion":"7"},"spec":{}}`), WriteOptions{})
+	wantStatus(t, "missing lease with a resourceVersion", err, 404, "")
+}

@@ -43,7 +43,7 @@ func (s *Store) cacheObjects(ctx context.Context, prefix, start []byte, rev int6
 		}
 		// A snapshot older than storage's history is gone for the API too
 		// (410), whether or not the cache still holds it.
-		if oldest, err := s.reg.cfg.Storage.CompactedRevision(ctx); err != nil || rev < oldest {
+		if oldest, err := s.storage.CompactedRevision(ctx); err != nil || rev < oldest {
 			return nil, nil, nil, 0, false
 		}
 	case opts.Continue != "":
@@ -53,7 +53,7 @@ func (s *Store) cacheObjects(ctx context.Context, prefix, start []byte, rev int6
 		if opts.ResourceVersion != "0" {
 			if opts.ResourceVersion != "" {
 				want, _ = parseRV(opts.ResourceVersion) // listStart parsed it
-			} else if want, err = s.reg.cfg.Storage.CurrentRevision(ctx); err != nil {
+			} else if want, err = s.storage.CurrentRevision(ctx); err != nil {
 				return nil, nil, nil, 0, false
 			}
 		}

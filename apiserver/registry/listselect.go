@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"encoding/json"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -36,7 +37,8 @@ func (s *Store) matches(so storedObject, rev int64, opts ListOptions) (bool, err
 		case "metadata.namespace":
 			return head.Metadata.Namespace, true
 		}
-		if !s.selectable(field) {
+		path, ok := s.res.fieldPaths[field]
+		if !ok {
 			return "", false
 		}
 		if full == nil {
@@ -45,7 +47,7 @@ func (s *Store) matches(so storedObject, rev int64, opts ListOptions) (bool, err
 				return "", false
 			}
 		}
-		v, ok := lookupPath(full, strings.Split(field, "."))
+		v, ok := lookupPath(full, path)
 		if !ok {
 			return "", true
 		}
@@ -54,18 +56,9 @@ func (s *Store) matches(so storedObject, rev int64, opts ListOptions) (bool, err
 	return opts.Fields.Matches(get), nil
 }
 
-func (s *Store) selectable(field string) bool {
-	for _, f := range s.res.SelectableFields {
-		if f[1:] == field {
-			return true
-		}
-	}
-	return false
-}
-
 // Count returns the number of stored objects of the type.
 func (s *Store) Count(ctx context.Context) (int64, error) {
-	page, err := s.reg.cfg.Storage.List(ctx, storage.ListOptions{Prefix: s.prefix, Limit: 1, KeysOnly: true})
+	page, err := s.storage.List(ctx, storage.ListOptions{Prefix: s.prefix, Limit: 1, KeysOnly: true})
 	if err != nil {
 		return 0, err
 	}
@@ -75,16 +68,18 @@ func (s *Store) Count(ctx context.Context) (int64, error) {
 // SelectableFieldList renders the fields a field selector may use, quoted
 // and comma-separated, for error messages.
 func (s *Store) SelectableFieldList() string {
-	fields := []string{`"metadata.name"`, `"metadata.namespace"`}
-	for _, f := range s.res.SelectableFields {
-		fields = append(fields, strconv.Quote(f[1:]))
+	labels := make([]string, 0, len(s.res.fieldPaths))
+	for l := range s.res.fieldPaths {
+		labels = append(labels, strconv.Quote(l))
 	}
-	return strings.Join(fields, ", ")
+	sort.Strings(labels)
+	return strings.Join(append([]string{`"metadata.name"`, `"metadata.namespace"`}, labels...), ", ")
 }
 
 // SupportsField reports whether field may be used in a field selector.
 func (s *Store) SupportsField(field string) bool {
-	return field == "metadata.name" || field == "metadata.namespace" || s.selectable(field)
+	_, ok := s.res.fieldPaths[field]
+	return ok || field == "metadata.name" || field == "metadata.namespace"
 }
 
 func lookupPath(obj any, path []string) (any, bool) {

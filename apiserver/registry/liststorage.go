@@ -63,7 +63,7 @@ func (l *lister) storagePass(prefix, start []byte, rev *int64, skip int, out ite
 	filtered := l.opts.Labels != nil || l.opts.Fields != nil
 	n := 0
 	for {
-		page, err := l.s.reg.cfg.Storage.List(l.ctx, storage.ListOptions{Prefix: prefix, StartKey: start, Revision: *rev, Limit: streamPageSize})
+		page, err := l.s.storage.List(l.ctx, storage.ListOptions{Prefix: prefix, StartKey: start, Revision: *rev, Limit: streamPageSize})
 		if err != nil {
 			return l.storageError(err, first)
 		}
@@ -116,7 +116,7 @@ func (l *lister) storagePage(prefix, start []byte, rev int64) error {
 		if filtered && req.Limit < 64 {
 			req.Limit = 64 // read ahead when filtering
 		}
-		page, err := s.reg.cfg.Storage.List(l.ctx, req)
+		page, err := s.storage.List(l.ctx, req)
 		if err != nil {
 			return l.storageError(err, first)
 		}

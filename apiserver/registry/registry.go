@@ -133,7 +133,7 @@ func (r *Registry) Register(res Resource) error {
 		return err
 	}
 	gvr := meta.GroupVersionResource{Group: res.Group, Version: res.Version, Resource: res.Resource}
-	if res.Virtual == nil { // a virtual type stores nothing
+	if res.Virtual == nil && res.StoredAs == nil { // a virtual type stores nothing, a view another's objects
 		if err := r.recordType(&res); err != nil {
 			return err
 		}
@@ -310,15 +310,15 @@ func (r *Registry) StoreForKind(apiVersion, kind string) (*Store, bool) {
 	return fallback, fallback != nil
 }
 
-// StoreForKey returns the store of the stored (not virtual) type whose
-// objects live under the storage key key, as a storage list or watch under
+// StoreForKey returns the store of the stored (not virtual, not a view)
+// type whose objects live under the storage key key, as a storage list or watch under
 // KeyPrefix returns it. Keys of types not registered, and the registry's
 // own records, have none.
 func (r *Registry) StoreForKey(key []byte) (*Store, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	for _, st := range r.stores {
-		if st.res.Virtual == nil && bytes.HasPrefix(key, st.prefix) {
+		if st.res.Virtual == nil && st.res.StoredAs == nil && bytes.HasPrefix(key, st.prefix) {
 			return st, true
 		}
 	}

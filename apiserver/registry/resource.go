@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/kapi-dev/kapi/codec"
 	"github.com/kapi-dev/kapi/meta"
@@ -50,11 +51,17 @@ type Resource struct {
 	Schema *schema.Schema
 	// Subresources declares the status and scale subresources.
 	Subresources Subresources
-	// PrinterColumns are the Table columns after Name (kubectl get).
+	// PrinterColumns are the Table columns after Name (kubectl get); a
+	// column of Format "name" places the name itself, and Name then does
+	// not come first.
 	PrinterColumns []Column
 	// SelectableFields are extra JSON paths (e.g. ".spec.color") usable in
 	// field selectors beyond metadata.name and metadata.namespace.
 	SelectableFields []string
+	// FieldLabels are selectable fields whose label is not their path:
+	// label → JSON path (core v1 events select "source" on
+	// ".source.component").
+	FieldLabels map[string]string
 	// Strategy holds optional hooks; nil hooks do nothing.
 	Strategy Strategy
 	// Admission are the type's admission hooks (after the registry's own).
@@ -69,11 +76,17 @@ type Resource struct {
 	// Options tune the generic lifecycle where built-in and custom types of
 	// Kubernetes differ.
 	Options Options
+	// StoredAs, when set, makes the type a view of another type's stored
+	// objects, converted both ways (events.k8s.io/v1 events are core v1
+	// events). See StoredAs.
+	StoredAs *StoredAs
 	// Virtual, when set, makes the type virtual: nothing is stored, and
 	// each verb it serves is a host function (a review endpoint such as
 	// SelfSubjectAccessReview, or computed objects). Subresources, Strategy
 	// (except Validate) and Options do not apply. See Virtual.
 	Virtual *Virtual
+
+	fieldPaths map[string][]string // selectable field label → path, set by complete
 }
 
 // Options tune how the generic store treats a resource, for the few places
@@ -84,6 +97,14 @@ type Options struct {
 	// built-in types such as configmaps and refuses it (422) for custom
 	// resources. Default false.
 	UnconditionalUpdate bool
+	// CreateOnUpdate makes a PUT without metadata.resourceVersion to an
+	// object that does not exist create it (201), as Kubernetes does for
+	// leases and events. Default false: 404.
+	CreateOnUpdate bool
+	// TTL, when positive, makes objects expire: the controllers delete an
+	// object TTL after its last write, as etcd leases expire events in
+	// Kubernetes (--event-ttl). Default 0: objects live until deleted.
+	TTL time.Duration
 	// NoGeneration leaves metadata.generation unset, as Kubernetes does for
 	// types without a spec (configmaps, namespaces). Default false: generation
 	// starts at 1 and grows with every change outside metadata and status.
@@ -247,6 +268,9 @@ func (r *Resource) complete() error {
 			return fmt.Errorf("registry: %s: scale replicas paths must be JSON paths like .spec.replicas", r.GroupResource())
 		}
 	}
+	if v := r.StoredAs; v != nil && (v.Resource == "" || v.FromStored == nil || v.ToStored == nil || r.Virtual != nil) {
+		return fmt.Errorf("registry: %s: StoredAs needs a resource and both conversions, and a stored type", r.GroupResource())
+	}
 	if err := r.completeExtensions(); err != nil {
 		return err
 	}
@@ -255,10 +279,18 @@ func (r *Resource) complete() error {
 			return fmt.Errorf("registry: %s: invalid printer column %+v", r.GroupResource(), c)
 		}
 	}
+	r.fieldPaths = map[string][]string{}
 	for _, f := range r.SelectableFields {
 		if !strings.HasPrefix(f, ".") {
 			return fmt.Errorf("registry: %s: selectable field %q must be a JSON path like .spec.color", r.GroupResource(), f)
 		}
+		r.fieldPaths[f[1:]] = strings.Split(f[1:], ".")
+	}
+	for label, f := range r.FieldLabels {
+		if !strings.HasPrefix(f, ".") || label == "" {
+			return fmt.Errorf("registry: %s: field label %q must name a JSON path like .spec.color", r.GroupResource(), label)
+		}
+		r.fieldPaths[label] = strings.Split(f[1:], ".")
 	}
 	return nil
 }

@@ -18,11 +18,12 @@ import (
 // Store implements the verbs of one resource type on storage. A Store is
 // immutable; re-registering a type makes a new one.
 type Store struct {
-	reg    *Registry
-	res    *Resource
-	prefix []byte              // storage prefix of every object of the type, ends in '/'
-	fields *patch.FieldManager // managedFields and server-side apply
-	watch  watchCacheHolder    // the type's watch cache, started on first use (watch.go)
+	reg     *Registry
+	res     *Resource
+	storage storage.Store       // the registry's, converting for a view (Resource.StoredAs)
+	prefix  []byte              // storage prefix of every object of the type, ends in '/'
+	fields  *patch.FieldManager // managedFields and server-side apply
+	watch   watchCacheHolder    // the type's watch cache, started on first use (watch.go)
 
 	// written is the highest revision this store has written: a lookup in
 	// the watch cache sees this server's own writes once the cache has
@@ -43,12 +44,18 @@ func (s *Store) wrote(rev int64) {
 }
 
 func newStore(reg *Registry, res *Resource) *Store {
-	return &Store{
-		reg:    reg,
-		res:    res,
-		prefix: reg.ResourcePrefix(res.Group, res.Resource, ""),
-		fields: patch.NewFieldManager(res.Schema, res.GroupVersionKind(), res.Subresources.Status),
+	s := &Store{
+		reg:     reg,
+		res:     res,
+		storage: reg.cfg.Storage,
+		prefix:  reg.ResourcePrefix(res.Group, res.Resource, ""),
+		fields:  patch.NewFieldManager(res.Schema, res.GroupVersionKind(), res.Subresources.Status),
 	}
+	if v := res.StoredAs; v != nil {
+		s.storage = newViewStorage(reg.cfg.Storage, v)
+		s.prefix = reg.ResourcePrefix(v.Group, v.Resource, "")
+	}
+	return s
 }
 
 // FieldManager returns the field manager of the type: server-side apply and
@@ -127,7 +134,7 @@ func (s *Store) Get(ctx context.Context, ns, name, resourceVersion string) ([]by
 	if err := s.waitForRV(ctx, resourceVersion); err != nil {
 		return nil, err
 	}
-	kv, err := s.reg.cfg.Storage.Get(ctx, s.key(ns, name), 0)
+	kv, err := s.storage.Get(ctx, s.key(ns, name), 0)
 	if err != nil {
 		return nil, storageError(err, s.res.GroupResource(), name)
 	}
@@ -140,7 +147,7 @@ func (s *Store) Get(ctx context.Context, ns, name, resourceVersion string) ([]by
 
 // GetObject returns the decoded object ns/name at the latest revision.
 func (s *Store) GetObject(ctx context.Context, ns, name string) (Object, error) {
-	kv, err := s.reg.cfg.Storage.Get(ctx, s.key(ns, name), 0)
+	kv, err := s.storage.Get(ctx, s.key(ns, name), 0)
 	if err != nil {
 		return nil, storageError(err, s.res.GroupResource(), name)
 	}
@@ -165,7 +172,7 @@ func (s *Store) waitForRV(ctx context.Context, resourceVersion string) error {
 }
 
 func (s *Store) waitForRevision(ctx context.Context, rv int64) error {
-	st := s.reg.cfg.Storage
+	st := s.storage
 	cur, err := st.CurrentRevision(ctx)
 	if err != nil {
 		return storageError(err, s.res.GroupResource(), "")
@@ -258,7 +265,7 @@ func (s *Store) Create(ctx context.Context, ns string, obj Object, opts WriteOpt
 	}
 	so, _ := parseStored(enc)
 	if opts.DryRun {
-		_, err := s.reg.cfg.Storage.Get(ctx, s.key(ns, name), 0)
+		_, err := s.storage.Get(ctx, s.key(ns, name), 0)
 		if err == nil {
 			return nil, meta.NewAlreadyExists(gr, name)
 		}
@@ -267,7 +274,7 @@ func (s *Store) Create(ctx context.Context, ns string, obj Object, opts WriteOpt
 		}
 		return &Result{JSON: so.objectJSON(0), Object: obj, Warnings: warnings}, nil
 	}
-	rev, err := s.reg.cfg.Storage.Create(ctx, s.key(ns, name), enc)
+	rev, err := s.storage.Create(ctx, s.key(ns, name), enc)
 	if err != nil {
 		return nil, storageError(err, gr, name)
 	}
@@ -276,7 +283,9 @@ func (s *Store) Create(ctx context.Context, ns string, obj Object, opts WriteOpt
 	return &Result{JSON: so.objectJSON(rev), Object: obj, Warnings: warnings}, nil
 }
 
-// Update replaces the object ns/name with obj (a PUT). The object must exist.
+// Update replaces the object ns/name with obj (a PUT). The object must
+// exist, unless the type creates on update (Options.CreateOnUpdate) and obj
+// has no resourceVersion.
 func (s *Store) Update(ctx context.Context, ns, name string, obj Object, opts WriteOptions) (*Result, error) {
 	if err := s.notVirtual(); err != nil {
 		return nil, err
@@ -301,12 +310,22 @@ func (s *Store) Update(ctx context.Context, ns, name string, obj Object, opts Wr
 			return nil, err
 		}
 	}
-	st := s.reg.cfg.Storage
+	st := s.storage
 	key := s.key(ns, name)
 	buf := storedBuffers.Get()
 	defer storedBuffers.Put(buf, maxPooledStored) // enc and so are not used after the return
 	for {
 		cur, err := st.Get(ctx, key, 0)
+		if errors.Is(err, storage.ErrNotFound) && res.Options.CreateOnUpdate && rvs == "" && opts.Subresource == "" {
+			r, err := s.Create(ctx, ns, meta.DeepCopyMap(obj), opts) // obj stays the body, should the object appear meanwhile
+			if meta.ReasonOf(err) == meta.StatusReasonAlreadyExists {
+				continue // created meanwhile: update it
+			}
+			if r != nil {
+				r.Created = true
+			}
+			return r, err
+		}
 		if err != nil {
 			return nil, storageError(err, gr, name)
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -95,7 +94,7 @@ func (s *Store) Watch(ctx context.Context, ns string, opts WatchOptions) (*watch
 		}
 	case opts.ResourceVersion == "":
 		// No initial events, from the most recent revision.
-		cur, err := s.reg.cfg.Storage.CurrentRevision(ctx)
+		cur, err := s.storage.CurrentRevision(ctx)
 		if err != nil {
 			return nil, storageError(err, gr, "")
 		}
@@ -183,7 +182,7 @@ func (s *Store) watchCache() (*watch.Cache, error) {
 	}
 	c, err := watch.New(watch.Config{
 		Settings: s.reg.cfg.Watch,
-		Storage:  s.reg.cfg.Storage,
+		Storage:  s.storage,
 		Prefix:   s.prefix,
 		Attrs:    s.objectAttrs,
 		Logger:   s.reg.cfg.Logger.With("resource", s.res.GroupResource().String()),
@@ -227,7 +226,7 @@ func (r *Registry) Close() {
 type objectAttrs struct {
 	name, namespace string
 	labels          map[string]string
-	fields          map[string]string // selectable fields, by path without the leading dot
+	fields          map[string]string // selectable fields, by label
 }
 
 func (a *objectAttrs) field(f string) (string, bool) {
@@ -257,19 +256,19 @@ func (s *Store) objectAttrs(_, value []byte) (any, error) {
 		return nil, err
 	}
 	a := &objectAttrs{name: head.Metadata.Name, namespace: head.Metadata.Namespace, labels: head.Metadata.Labels}
-	if len(s.res.SelectableFields) > 0 {
+	if len(s.res.fieldPaths) > 0 {
 		full, err := decodeObject(so.json)
 		if err != nil {
 			return nil, err
 		}
-		a.fields = make(map[string]string, len(s.res.SelectableFields))
-		for _, f := range s.res.SelectableFields {
-			v, ok := lookupPath(full, strings.Split(f[1:], "."))
+		a.fields = make(map[string]string, len(s.res.fieldPaths))
+		for label, path := range s.res.fieldPaths {
+			v, ok := lookupPath(full, path)
 			if !ok {
-				a.fields[f[1:]] = ""
+				a.fields[label] = ""
 				continue
 			}
-			a.fields[f[1:]] = scalarString(v)
+			a.fields[label] = scalarString(v)
 		}
 	}
 	return a, nil

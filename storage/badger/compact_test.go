@@ -87,10 +87,20 @@ func TestRetentionByTime(t *testing.T) {
 
 // TestCompactionDiscardsHistory checks compaction reclaims space in Badger:
 // after compacting and flattening, only the newest version at or below the
-// compacted revision is left, and no change-log entry below it.
+// compacted revision is left, nothing of a key deleted before it (an expired
+// event), and no change-log entry below it.
 func TestCompactionDiscardsHistory(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, testOptions(t, dir))
+	if _, err := s.Create(t.Context(), []byte("h/gone"), []byte("0")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Update(t.Context(), []byte("h/gone"), []byte("1"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Delete(t.Context(), []byte("h/gone"), 0); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.Create(t.Context(), []byte("h/k"), []byte("0")); err != nil {
 		t.Fatal(err)
 	}
