@@ -51,7 +51,7 @@ func main() {
 type options struct {
 	dataDir, listen, policy, logLevel, auditLog, pprofListen, memLimit string
 	inMemory, insecure                                                 bool
-	history, shutdownTimeout                                           time.Duration
+	history, shutdownTimeout, eventTTL                                 time.Duration
 	storage                                                            storageFlags
 }
 
@@ -72,6 +72,7 @@ func parseFlags() options {
 	flag.StringVar(&o.auditLog, "audit-log", "", "append an audit record per request to this file, as JSON lines")
 	flag.StringVar(&o.pprofListen, "pprof-listen", "", "serve Go's net/http/pprof profiles on this separate address (loopback only; off by default)")
 	flag.StringVar(&o.memLimit, "memory-limit", "auto", "Go's soft memory limit: auto (the live heap plus a quarter of it, at least 32 MiB more, at least 160 MiB in all, re-evaluated after every garbage collection), off (GOGC alone), or a fixed size such as 512MiB; a GOMEMLIMIT environment variable wins")
+	flag.DurationVar(&o.eventTTL, "event-ttl", time.Hour, "how long an event lives after its last write, as kube-apiserver's --event-ttl")
 	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long in-flight requests may take to finish before they are cut off (watches end at once)")
 	flag.Parse()
 	o.storage.dataDir, o.storage.inMemory, o.storage.history = o.dataDir, o.inMemory, o.history
@@ -134,7 +135,7 @@ func run() error {
 		}
 		defer closeAudit()
 	}
-	api, err := newAPI(ctx, cfg)
+	api, err := newAPI(ctx, cfg, o.eventTTL)
 	if err != nil {
 		return err
 	}
@@ -212,9 +213,9 @@ func openAudit(cfg *apiserver.Config, path string, logger *slog.Logger) (func(),
 }
 
 // newAPI makes the API with its metrics (served at /metrics, authorized as
-// a non-resource URL) and registers the built-in configmaps, secrets and
-// leases, and widgets.
-func newAPI(ctx context.Context, cfg apiserver.Config) (*apiserver.Server, error) {
+// a non-resource URL) and registers the built-in configmaps, secrets,
+// leases and events (both views, living eventTTL), and widgets.
+func newAPI(ctx context.Context, cfg apiserver.Config, eventTTL time.Duration) (*apiserver.Server, error) {
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg.Metrics = metrics
@@ -225,7 +226,9 @@ func newAPI(ctx context.Context, cfg apiserver.Config) (*apiserver.Server, error
 	}
 	wd, err := widgets()
 	if err == nil {
-		for _, res := range []registry.Resource{registry.ConfigMaps(), registry.Secrets(), registry.Leases(), wd} {
+		types := append([]registry.Resource{registry.ConfigMaps(), registry.Secrets(), registry.Leases(), wd},
+			registry.Events(registry.EventOptions{TTL: eventTTL})...)
+		for _, res := range types {
 			if err = api.Register(res); err != nil {
 				break
 			}
