@@ -53,6 +53,8 @@ type Controllers struct {
 	typesChanged chan struct{}
 	// expiryTypesChanged is the same signal for the expiry controller.
 	expiryTypesChanged chan struct{}
+	// nsEvents and gcEvents record the controllers' events.
+	nsEvents, gcEvents *recorder
 }
 
 // New returns the controllers of reg and registers their metrics. Nothing
@@ -68,6 +70,8 @@ func New(reg *registry.Registry, cfg Config) (*Controllers, error) {
 		cfg.Retry = time.Second
 	}
 	c := &Controllers{reg: reg, cfg: cfg, typesChanged: make(chan struct{}, 1), expiryTypesChanged: make(chan struct{}, 1)}
+	c.nsEvents = newRecorder(c, "namespace-controller")
+	c.gcEvents = newRecorder(c, "garbage-collector-controller")
 	if cfg.Metrics != nil {
 		var err error
 		if c.metrics, err = newMetrics(cfg.Metrics); err != nil {

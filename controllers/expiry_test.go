@@ -32,21 +32,12 @@ func event(name string) registry.Object {
 		"reason":         "Tested", "message": "m", "type": "Normal", "count": int64(1)}
 }
 
-// eventNames lists the events in storage.
+// eventNames lists the names of the events in storage.
 func eventNames(t *testing.T, reg *registry.Registry) map[string]bool {
 	t.Helper()
-	st, _ := reg.Store(events)
-	var list registry.ListResult
-	if err := st.List(context.Background(), "", registry.ListOptions{FromStorage: true, KeepItems: true}, &list); err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]bool{}
-	for _, raw := range list.Items {
-		obj, _, err := metaName(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[obj] = true
+	for _, ev := range eventObjects(t, reg) {
+		out[ev["metadata"].(map[string]any)["name"].(string)] = true
 	}
 	return out
 }
@@ -137,13 +128,9 @@ func TestExpiryAfterRestart(t *testing.T) {
 	}
 }
 
-// metaName is the name of a listed object.
-func metaName(raw []byte) (string, map[string]any, error) {
+// decodeObject decodes a listed object.
+func decodeObject(raw []byte) (map[string]any, error) {
 	var obj map[string]any
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		return "", nil, err
-	}
-	md, _ := obj["metadata"].(map[string]any)
-	name, _ := md["name"].(string)
-	return name, obj, nil
+	err := json.Unmarshal(raw, &obj)
+	return obj, err
 }

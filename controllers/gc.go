@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -333,7 +334,7 @@ func (gc *garbageCollector) processOne(ctx context.Context, uid string) error {
 	}
 	var gone, solid []gcOwner
 	for _, o := range n.owners {
-		exists, err := gc.ownerExists(ctx, n, o)
+		exists, err := gc.ownerExists(ctx, uid, n, o)
 		if err != nil {
 			return err
 		}
@@ -368,7 +369,7 @@ func (gc *garbageCollector) processOne(ctx context.Context, uid string) error {
 // ownerExists checks an owner reference against storage: the named object of
 // the referenced kind must exist with the referenced uid. Owners of kinds
 // that are not registered count as existing (nothing can be proven).
-func (gc *garbageCollector) ownerExists(ctx context.Context, n *gcNode, o gcOwner) (bool, error) {
+func (gc *garbageCollector) ownerExists(ctx context.Context, uid string, n *gcNode, o gcOwner) (bool, error) {
 	st, ok := gc.c.reg.StoreForKind(o.APIVersion, o.Kind)
 	if !ok {
 		return true, nil
@@ -376,7 +377,12 @@ func (gc *garbageCollector) ownerExists(ctx context.Context, n *gcNode, o gcOwne
 	ns := ""
 	if st.Resource().Namespaced {
 		if n.ns == "" {
-			return false, nil // a cluster-scoped object cannot have a namespaced owner
+			// A cluster-scoped object cannot have a namespaced owner: say
+			// so where its user looks, as kube-controller-manager does.
+			res := n.store.Resource()
+			gc.c.gcEvents.event(ctx, objectRef{APIVersion: res.APIVersion(), Kind: res.Kind, Name: n.name, UID: uid}, "Warning", "OwnerRefInvalidNamespace",
+				fmt.Sprintf("ownerRef [%s/%s, namespace: %s, name: %s, uid: %s] does not exist in namespace %q", o.APIVersion, o.Kind, n.ns, o.Name, o.UID, n.ns))
+			return false, nil
 		}
 		ns = n.ns
 	}

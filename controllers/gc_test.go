@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/meta"
@@ -102,4 +103,33 @@ func TestForegroundDeletionResumesAfterRestart(t *testing.T) {
 		return err == nil && len(list.Items) == 0
 	})
 	eventually(t, "the foreground owner to go after restart", func() bool { return !exists(t, reg, widgets, "default", "owner") })
+}
+
+// TestInvalidOwnerReferenceEvent: a cluster-scoped object owned by a
+// namespaced one gets kube-controller-manager's warning event, and goes
+// (its only owner cannot exist).
+func TestInvalidOwnerReferenceEvent(t *testing.T) {
+	reg := newRegistry(t, nil, true)
+	registerEvents(t, reg, time.Hour)
+	run(t, reg)
+	w := owner(t, reg, "w")
+	nsUID := create(t, reg, namespaces, "", registry.Object{"metadata": map[string]any{"name": "owned", "ownerReferences": []any{ref("w", w, false)}}})
+	eventually(t, "the warning event", func() bool {
+		for _, ev := range eventObjects(t, reg) {
+			io := ev["involvedObject"].(map[string]any)
+			if ev["reason"] == "OwnerRefInvalidNamespace" && ev["type"] == "Warning" && io["kind"] == "Namespace" && io["name"] == "owned" && io["uid"] == nsUID {
+				want := `ownerRef [example.dev/v1/Widget, namespace: , name: w, uid: ` + w + `] does not exist in namespace ""`
+				if ev["message"] != want {
+					t.Fatalf("message %q, want %q", ev["message"], want)
+				}
+				return true
+			}
+		}
+		return false
+	})
+	eventually(t, "the dependent to go", func() bool {
+		st, _ := reg.Store(namespaces)
+		obj, err := st.GetObject(context.Background(), "", "owned")
+		return meta.ReasonOf(err) == meta.StatusReasonNotFound || err == nil && obj["metadata"].(map[string]any)["deletionTimestamp"] != nil
+	})
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kapi-dev/kapi/apiserver/registry"
@@ -97,6 +99,7 @@ func (c *Controllers) finalizeNamespaces(ctx context.Context) (bool, error) {
 		var ns struct {
 			Metadata struct {
 				Name              string  `json:"name"`
+				UID               string  `json:"uid"`
 				DeletionTimestamp *string `json:"deletionTimestamp"`
 			} `json:"metadata"`
 			Spec struct {
@@ -109,12 +112,15 @@ func (c *Controllers) finalizeNamespaces(ctx context.Context) (bool, error) {
 		if ns.Metadata.DeletionTimestamp == nil || !slices.Contains(ns.Spec.Finalizers, registry.NamespaceFinalizer) {
 			continue
 		}
-		empty, err := c.emptyNamespace(ctx, ns.Metadata.Name)
+		left, err := c.emptyNamespace(ctx, ns.Metadata.Name)
 		if err != nil {
 			return pending, err
 		}
-		if !empty {
+		if !left.empty() {
 			pending = true
+			if len(left.objects) > 0 || len(left.unserved) > 0 {
+				c.reportRemaining(ctx, objectRef{APIVersion: "v1", Kind: "Namespace", Name: ns.Metadata.Name, UID: ns.Metadata.UID}, left)
+			}
 			continue
 		}
 		var fins []any
@@ -140,15 +146,15 @@ func (c *Controllers) finalizeNamespaces(ctx context.Context) (bool, error) {
 	return pending, nil
 }
 
-// emptyNamespace deletes every object in namespace ns and reports whether
-// none is left. Objects of types recorded in storage but not registered in
-// this process keep the namespace: they cannot be deleted properly here.
-func (c *Controllers) emptyNamespace(ctx context.Context, ns string) (bool, error) {
+// emptyNamespace deletes every object in namespace ns and returns what is
+// left. Objects of types recorded in storage but not registered in this
+// process keep the namespace: they cannot be deleted properly here.
+func (c *Controllers) emptyNamespace(ctx context.Context, ns string) (*remaining, error) {
+	left := &remaining{objects: map[string]int{}, finalizers: map[string]int{}}
 	records, err := c.reg.RecordedTypes(ctx)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	empty := true
 	for _, tr := range records {
 		if !tr.Namespaced {
 			continue
@@ -158,37 +164,82 @@ func (c *Controllers) emptyNamespace(ctx context.Context, ns string) (bool, erro
 			prefix := c.reg.ResourcePrefix(tr.Group, tr.Resource, ns)
 			page, err := c.reg.Storage().List(ctx, storage.ListOptions{Prefix: prefix, Limit: 1, KeysOnly: true})
 			if err != nil {
-				return false, err
+				return nil, err
 			}
 			if len(page.Items) > 0 {
-				empty = false
+				left.unserved = append(left.unserved, meta.GroupResource{Group: tr.Group, Resource: tr.Resource}.String())
 				c.cfg.Logger.Warn("namespace deletion waits for a type to be registered", "namespace", ns, "resource", tr.Resource, "group", tr.Group)
 			}
 			continue
 		}
 		var list registry.ListResult
 		if err := st.List(ctx, ns, registry.ListOptions{KeepItems: true}, &list); err != nil {
-			return false, err
+			return nil, err
 		}
 		for _, raw := range list.Items {
-			empty = false
 			var head struct {
 				Metadata struct {
-					Name              string  `json:"name"`
-					DeletionTimestamp *string `json:"deletionTimestamp"`
+					Name              string   `json:"name"`
+					DeletionTimestamp *string  `json:"deletionTimestamp"`
+					Finalizers        []string `json:"finalizers"`
 				} `json:"metadata"`
 			}
 			if err := json.Unmarshal(raw, &head); err != nil {
-				return false, err
+				return nil, err
 			}
-			if head.Metadata.DeletionTimestamp != nil {
-				continue // waiting for its finalizers
+			if head.Metadata.DeletionTimestamp == nil {
+				res, err := st.Delete(ctx, ns, head.Metadata.Name, registry.DeleteOptions{PropagationPolicy: registry.PropagationBackground})
+				if meta.ReasonOf(err) == meta.StatusReasonNotFound || err == nil && !res.Pending {
+					left.deleted++ // gone: the next pass makes sure nothing else came
+					continue
+				}
+				if err != nil {
+					return nil, err
+				}
 			}
-			if _, err := st.Delete(ctx, ns, head.Metadata.Name, registry.DeleteOptions{PropagationPolicy: registry.PropagationBackground}); err != nil &&
-				meta.ReasonOf(err) != meta.StatusReasonNotFound {
-				return false, err
+			// Waiting for its finalizers.
+			left.objects[st.Resource().GroupResource().String()]++
+			for _, f := range head.Metadata.Finalizers {
+				left.finalizers[f]++
 			}
 		}
 	}
-	return empty, nil
+	return left, nil
+}
+
+// remaining is what keeps a terminating namespace: objects waiting for
+// their finalizers by group and resource, those finalizers, types not
+// served here that hold objects, and the objects a pass just deleted.
+type remaining struct {
+	objects    map[string]int
+	finalizers map[string]int
+	unserved   []string
+	deleted    int
+}
+
+func (r *remaining) empty() bool {
+	return len(r.objects) == 0 && len(r.unserved) == 0 && r.deleted == 0
+}
+
+// reportRemaining records why a namespace is still there, as events with
+// the reasons of kube-controller-manager's namespace conditions.
+func (c *Controllers) reportRemaining(ctx context.Context, ns objectRef, r *remaining) {
+	counts := func(m map[string]int, format string) string {
+		parts := make([]string, 0, len(m))
+		for k, n := range m {
+			parts = append(parts, fmt.Sprintf(format, k, n))
+		}
+		slices.Sort(parts)
+		return strings.Join(parts, ", ")
+	}
+	if len(r.objects) > 0 {
+		c.nsEvents.event(ctx, ns, "Normal", "NamespaceContentRemaining", "Some resources are remaining: "+counts(r.objects, "%s has %d resource instances"))
+	}
+	if len(r.finalizers) > 0 {
+		c.nsEvents.event(ctx, ns, "Normal", "NamespaceFinalizersRemaining", "Some content in the namespace has finalizers remaining: "+counts(r.finalizers, "%s in %d resource instances"))
+	}
+	if len(r.unserved) > 0 {
+		slices.Sort(r.unserved)
+		c.nsEvents.event(ctx, ns, "Warning", "NamespaceDeletionDiscoveryFailure", "Objects of types this server does not serve now remain: "+strings.Join(r.unserved, ", "))
+	}
 }

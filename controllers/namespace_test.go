@@ -1,7 +1,9 @@
 package controllers_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/kapi-dev/kapi/apiserver/registry"
 )
@@ -21,4 +23,67 @@ func TestNamespaceController(t *testing.T) {
 	if exists(t, reg, configMaps, "counted", "c") {
 		t.Fatal("the configmap outlived its namespace")
 	}
+}
+
+// TestNamespaceEventsSayWhatRemains: a namespace kept by an object's
+// finalizer gets events saying so (in "default", as events about
+// cluster-scoped objects are), repeats are one event, and a namespace
+// emptied at once gets none.
+func TestNamespaceEventsSayWhatRemains(t *testing.T) {
+	reg := newRegistry(t, nil, true)
+	registerEvents(t, reg, time.Hour)
+	run(t, reg)
+	create(t, reg, namespaces, "", registry.Object{"metadata": map[string]any{"name": "quick"}})
+	create(t, reg, configMaps, "quick", registry.Object{"metadata": map[string]any{"name": "c"}})
+	remove(t, reg, namespaces, "", "quick", "")
+	uid := create(t, reg, namespaces, "", registry.Object{"metadata": map[string]any{"name": "held"}})
+	create(t, reg, configMaps, "held", registry.Object{"metadata": map[string]any{"name": "c", "finalizers": []any{"example.dev/hold"}}})
+	remove(t, reg, namespaces, "", "held", "")
+	want := map[string]string{
+		"NamespaceContentRemaining":    "Some resources are remaining: configmaps has 1 resource instances",
+		"NamespaceFinalizersRemaining": "Some content in the namespace has finalizers remaining: example.dev/hold in 1 resource instances",
+	}
+	var got map[string]string
+	eventually(t, "the namespace controller's events", func() bool {
+		got = map[string]string{}
+		for _, ev := range eventObjects(t, reg) {
+			io := ev["involvedObject"].(map[string]any)
+			if io["kind"] != "Namespace" {
+				continue
+			}
+			if io["name"] != "held" || io["uid"] != uid || ev["metadata"].(map[string]any)["namespace"] != "default" {
+				t.Fatalf("event about the wrong namespace or in the wrong place: %v", ev)
+			}
+			got[ev["reason"].(string)] = ev["message"].(string)
+		}
+		return len(got) == len(want)
+	})
+	for reason, msg := range want {
+		if got[reason] != msg {
+			t.Errorf("%s: %q, want %q", reason, got[reason], msg)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // several more passes of the controller
+	if n := len(eventObjects(t, reg)); n != len(want) {
+		t.Errorf("%d events after repeated passes, want %d", n, len(want))
+	}
+}
+
+// eventObjects lists the events in storage.
+func eventObjects(t *testing.T, reg *registry.Registry) []map[string]any {
+	t.Helper()
+	st, _ := reg.Store(events)
+	var list registry.ListResult
+	if err := st.List(context.Background(), "", registry.ListOptions{FromStorage: true, KeepItems: true}, &list); err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	for _, raw := range list.Items {
+		obj, err := decodeObject(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, obj)
+	}
+	return out
 }
