@@ -417,16 +417,9 @@ func (s *Store) admitBody(ctx context.Context, req *Request, obj Object, kind me
 			problems = append(problems, fmt.Sprintf("unknown field %q", f))
 		}
 	}
-	var warnings []string
-	switch opts.FieldValidation {
-	case "Strict":
-		if len(problems) > 0 {
-			return nil, meta.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: strict decoding error: %s",
-				kind.Kind, kind.Version, kind.Kind, strings.Join(problems, ", ")))
-		}
-	case "Ignore":
-	default:
-		warnings = problems
+	warnings, err := fieldProblems(kind, opts.FieldValidation, problems)
+	if err != nil {
+		return nil, err
 	}
 	if _, err := metadataOf(obj); err != nil {
 		return nil, err

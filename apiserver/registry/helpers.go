@@ -131,3 +131,69 @@ func numberString(v any) (string, bool) {
 	}
 	return "", false
 }
+
+// shallowCopyWithMeta copies obj and its metadata map so that a retried
+// update starts from the request body again.
+func shallowCopyWithMeta(obj Object) Object {
+	out := make(Object, len(obj))
+	for k, v := range obj {
+		out[k] = v
+	}
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		m := make(map[string]any, len(md))
+		for k, v := range md {
+			m[k] = v
+		}
+		out["metadata"] = m
+	}
+	return out
+}
+
+func shallowCopy(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func setRV(obj Object, rev int64) {
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		md["resourceVersion"] = strconv.FormatInt(rev, 10)
+	}
+}
+
+// equalIgnoring compares two objects without the given top-level fields.
+func equalIgnoring(a, b Object, skip ...string) bool {
+	count := func(o Object) int {
+		n := 0
+		for k := range o {
+			if !contains(skip, k) {
+				n++
+			}
+		}
+		return n
+	}
+	if count(a) != count(b) {
+		return false
+	}
+	for k, av := range a {
+		if contains(skip, k) {
+			continue
+		}
+		bv, ok := b[k]
+		if !ok || !meta.DeepEqual(av, bv) {
+			return false
+		}
+	}
+	return true
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
