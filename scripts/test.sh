@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test of the repository: the library's and the modules joined by
-# go.work (examples/e2e with kubectl, client-go and headless Chromium, and
+# go.work (examples/e2e with kubectl, helm, client-go and headless Chromium, and
 # examples/controller). First installs what the tests need beyond Go where it
 # is missing: a C compiler (-race needs cgo) and Chromium (the browser test),
 # from Debian's packages. Extra arguments go to go test (e.g. -run X).

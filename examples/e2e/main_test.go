@@ -1,11 +1,13 @@
 // Package e2e starts the quickstart server (examples/quickstart) as a separate
 // process and drives it with real Kubernetes clients: client-go (discovery,
-// RESTMapper, dynamic client) and a kubectl built from the Go module proxy.
+// RESTMapper, dynamic client), a kubectl built from the Go module proxy, and
+// the helm CLI (helm_test.go), likewise built from the Go module proxy.
 //
-// TestMain builds both programs once; when the tests run with -race, the
-// server is built with it too. The first build of kubectl takes a few minutes
-// (later ones come from the Go build cache); set KAPI_KUBECTL to use a kubectl
-// of your own instead, or pass -short to skip the kubectl tests.
+// TestMain builds the server and kubectl once; when the tests run with -race,
+// the server is built with it too. helm is built the first time a test needs
+// it. The first build of kubectl or helm takes a few minutes (later ones come
+// from the Go build cache); set KAPI_KUBECTL or KAPI_HELM to use a kubectl or
+// helm of your own instead, or pass -short to skip the tests that need them.
 //
 // Every test starts its own server (in memory, on a free loopback port, with
 // the quickstart's defaults: HTTPS and the admin token of the kubeconfig it
@@ -35,6 +37,7 @@ import (
 )
 
 var (
+	binDir        string // where TestMain's builds go; removed when the tests end
 	quickstartBin string // path of the built quickstart server
 	kubectlBin    string // path of kubectl, built or from $KAPI_KUBECTL
 )
@@ -51,6 +54,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	binDir = dir
 
 	// The server is built with the race detector when the tests are, so that a
 	// data race inside it under real client traffic fails the test that caused it.
@@ -87,9 +91,17 @@ func run(m *testing.M) int {
 // goBuild runs the go command of this toolchain in the test's directory (the
 // e2e module), so that the build resolves modules exactly as the tests do.
 func goBuild(args ...string) error {
+	return goCommand(nil, args...)
+}
+
+// goCommand is goBuild with env (KEY=value) added to the test's environment.
+func goCommand(env []string, args ...string) error {
 	start := time.Now()
 	// go test puts its own toolchain's bin directory first in PATH.
 	cmd := exec.Command("go", args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
@@ -365,7 +377,7 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// kubectlResult is the outcome of one kubectl run.
+// kubectlResult is the outcome of one kubectl (or helm) run.
 type kubectlResult struct {
 	Stdout, Stderr string
 	Err            error // nil when kubectl exited 0
@@ -385,10 +397,17 @@ func (s *server) Kubectl(t *testing.T, args ...string) kubectlResult {
 	t.Helper()
 	needKubectl(t)
 	full := append([]string{"--kubeconfig", s.Kubeconfig, "--cache-dir", filepath.Join(s.kubectlHome, "cache")}, args...)
+	return runClient(t, append(os.Environ(), "KUBECONFIG=", "HOME="+s.kubectlHome), kubectlBin, full...)
+}
+
+// runClient runs a client program (kubectl, helm) with the environment env,
+// for two minutes at the most.
+func runClient(t *testing.T, env []string, bin string, args ...string) kubectlResult {
+	t.Helper()
 	c, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(c, kubectlBin, full...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG=", "HOME="+s.kubectlHome)
+	cmd := exec.CommandContext(c, bin, args...)
+	cmd.Env = env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -398,9 +417,15 @@ func (s *server) Kubectl(t *testing.T, args ...string) kubectlResult {
 // MustKubectl runs kubectl and fails the test unless it exits 0.
 func (s *server) MustKubectl(t *testing.T, args ...string) string {
 	t.Helper()
-	r := s.Kubectl(t, args...)
+	return mustSucceed(t, "kubectl", args, s.Kubectl(t, args...))
+}
+
+// mustSucceed fails the test unless r, the outcome of running the program
+// name with args, is an exit 0, and returns what it printed on stdout.
+func mustSucceed(t *testing.T, name string, args []string, r kubectlResult) string {
+	t.Helper()
 	if r.Err != nil {
-		t.Fatalf("kubectl %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.Err, r.Stdout, r.Stderr)
+		t.Fatalf("%s %s: %v\nstdout:\n%s\nstderr:\n%s", name, strings.Join(args, " "), r.Err, r.Stdout, r.Stderr)
 	}
 	return r.Stdout
 }
