@@ -63,7 +63,7 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request, st *registr
 		gvk:         res.GroupVersionKind(),
 		name:        info.Name,
 		schema:      res.Schema,
-		strategic:   res.Group == "" || patch.DeclaresStrategicMerge(res.Schema),
+		strategic:   res.ServesStrategicMerge(),
 		fields:      st.FieldManager(),
 		subresource: info.Subresource,
 		get: func(ctx context.Context) (registry.Object, error) {

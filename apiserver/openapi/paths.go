@@ -5,7 +5,6 @@ import (
 
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/meta"
-	"github.com/kapi-dev/kapi/patch"
 )
 
 // queryParam describes one query parameter of an operation.
@@ -228,10 +227,10 @@ func (b opBuilder) paths(r *registry.Resource) map[string]any {
 }
 
 // patchTypesOf returns the patch types a resource accepts: strategic merge
-// patch for core types and types whose schema declares its merge rules.
+// patch where it is served (Resource.ServesStrategicMerge).
 func patchTypesOf(r *registry.Resource) []string {
 	types := []string{"application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"}
-	if r.Group == "" || patch.DeclaresStrategicMerge(r.Schema) {
+	if r.ServesStrategicMerge() {
 		types = append(types, "application/strategic-merge-patch+json")
 	}
 	return types

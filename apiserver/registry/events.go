@@ -69,6 +69,7 @@ func Events(opts EventOptions) []Resource {
 // resourceVersion; names are only path segments there.
 func eventsOptions(opts EventOptions) Options {
 	return Options{
+		StrategicMerge:      true,
 		UnconditionalUpdate: true,
 		CreateOnUpdate:      true,
 		NoGeneration:        true,

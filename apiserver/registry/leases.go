@@ -61,6 +61,7 @@ func Leases() Resource {
 			ageColumn,
 		},
 		Options: Options{
+			StrategicMerge:   true,
 			CreateOnUpdate:   true,
 			NoGeneration:     true,
 			OmitItemTypeMeta: true,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kapi-dev/kapi/codec"
 	"github.com/kapi-dev/kapi/meta"
+	"github.com/kapi-dev/kapi/patch"
 	"github.com/kapi-dev/kapi/schema"
 )
 
@@ -122,6 +123,14 @@ type Options struct {
 	// NameValidation checks metadata.name and returns one message per problem.
 	// Default: a DNS-1123 subdomain.
 	NameValidation func(name string) []string
+	// StrategicMerge serves strategic merge patch
+	// (application/strategic-merge-patch+json), as kube-apiserver does for
+	// all its built-in types, whatever their group: client-go's
+	// events.k8s.io/v1 recorder sends its series updates so. Default: only
+	// core-group types and types whose schema declares merge rules
+	// (x-kubernetes-patch-strategy, x-kubernetes-patch-merge-key); custom
+	// resources answer it 415, as in Kubernetes.
+	StrategicMerge bool
 }
 
 // Subresources declares the subresources a type has.
@@ -211,6 +220,13 @@ func (r *Resource) GroupVersionKind() meta.GroupVersionKind {
 
 // APIVersion returns the apiVersion string of the objects.
 func (r *Resource) APIVersion() string { return r.GroupVersion().String() }
+
+// ServesStrategicMerge says PATCH accepts strategic merge patches: for
+// core-group types, types with Options.StrategicMerge and types whose
+// schema declares merge rules.
+func (r *Resource) ServesStrategicMerge() bool {
+	return r.Group == "" || r.Options.StrategicMerge || patch.DeclaresStrategicMerge(r.Schema)
+}
 
 var (
 	dnsLabelRE   = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
