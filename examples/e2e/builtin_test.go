@@ -3,13 +3,16 @@ package e2e
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
@@ -280,12 +283,21 @@ func TestClientGoSecretsProtobuf(t *testing.T) {
 	}
 }
 
-// TestControllerRuntimeLeaderElection: two controller-runtime managers with
-// LeaderElection: true (a Lease in kube-system); the second is elected when
-// the first stops and releases the lease.
-func TestControllerRuntimeLeaderElection(t *testing.T) {
+// TestControllerRuntimeLeaderElectionAndEvents: two controller-runtime
+// managers with LeaderElection: true (a Lease in kube-system); the second is
+// elected when the first stops and releases the lease. Both record events
+// with the manager's recorders of either API (GetEventRecorderFor, core v1;
+// GetEventRecorder, events.k8s.io/v1) and through leader election: each
+// event is seen through both APIs, and repeats are aggregated as the
+// recorders do (a count, a series) into one object.
+func TestControllerRuntimeLeaderElectionAndEvents(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
+	cs := clientset(t, s)
+	cm, err := cs.CoreV1().ConfigMaps("default").Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "managed"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	lease, renew, retry := 2*time.Second, time.Second, 200*time.Millisecond
 	start := func() (manager.Manager, context.CancelFunc, chan error) {
 		mgr, err := ctrl.NewManager(s.RESTConfig(t), ctrl.Options{
@@ -316,10 +328,32 @@ func TestControllerRuntimeLeaderElection(t *testing.T) {
 			return false
 		}
 	}
+	// record has the leader record events about the configmap: one
+	// thrice through the core v1 recorder, one twice through the
+	// events.k8s.io/v1 recorder.
+	record := func(mgr manager.Manager, who string) {
+		t.Helper()
+		//lint:ignore SA1019 the core v1 recorder is the one most controllers still use
+		old := mgr.GetEventRecorderFor("e2e-controller")
+		for range 3 {
+			old.Eventf(cm, corev1.EventTypeNormal, "Reconciled", "reconciled by the %s manager", who)
+		}
+		recorder := mgr.GetEventRecorder("e2e-controller")
+		note := "drift seen by the " + who + " manager"
+		recorder.Eventf(cm, nil, corev1.EventTypeWarning, "Drifted", "Sync", "%s", note)
+		// The repeat once the event is stored: a repeat racing the create
+		// is sent again only after the recorder's 10 s back-off (client-go
+		// does so against any server).
+		pollUntil(t, 20*time.Second, "the "+who+" manager's events.k8s.io/v1 event", func() bool {
+			return slices.ContainsFunc(eventsV1About(t, cs, "default", cm.Name), func(e eventsv1.Event) bool { return e.Note == note })
+		})
+		recorder.Eventf(cm, nil, corev1.EventTypeWarning, "Drifted", "Sync", "%s", note)
+	}
 	first, stopFirst, firstDone := start()
 	if !elected(first, 20*time.Second) {
 		t.Fatal("the first manager was not elected")
 	}
+	record(first, "first")
 	second, _, _ := start()
 	if elected(second, 3*time.Second) {
 		t.Fatal("the second manager was elected while the first leads")
@@ -332,15 +366,90 @@ func TestControllerRuntimeLeaderElection(t *testing.T) {
 	if !elected(second, 20*time.Second) {
 		t.Fatal("the second manager was not elected after the first stopped")
 	}
-	cs, err := kubernetes.NewForConfig(s.RESTConfig(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	record(second, "second")
 	l, err := cs.CoordinationV1().Leases("kube-system").Get(t.Context(), "e2e-manager", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" || l.Spec.LeaseTransitions == nil || *l.Spec.LeaseTransitions != 1 {
 		t.Errorf("lease: %+v", l.Spec)
+	}
+
+	// Each manager's events about the configmap, aggregated: four objects
+	// for ten recordings. The events.k8s.io/v1 recorder sends the second
+	// occurrence as a series at once (later ones with its next heartbeat,
+	// after 30 minutes).
+	summary := func(reason, message string, count int32) string {
+		return fmt.Sprintf("%s %q x%d", reason, message, count)
+	}
+	want := []string{
+		summary("Drifted", "drift seen by the first manager", 2), summary("Drifted", "drift seen by the second manager", 2),
+		summary("Reconciled", "reconciled by the first manager", 3), summary("Reconciled", "reconciled by the second manager", 3),
+	}
+	var core []string
+	defer func() {
+		if t.Failed() {
+			t.Logf("core v1 events about the configmap: %q", core)
+		}
+	}()
+	pollUntil(t, 20*time.Second, "the managers' events about the configmap", func() bool {
+		evs, err := cs.CoreV1().Events("default").List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.kind=ConfigMap,involvedObject.name=managed,involvedObject.uid=" + string(cm.UID)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		core = core[:0]
+		for _, e := range evs.Items {
+			n := e.Count
+			if e.Series != nil {
+				n = e.Series.Count
+			}
+			core = append(core, summary(e.Reason, e.Message, n))
+		}
+		slices.Sort(core)
+		return slices.Equal(core, want)
+	})
+	v1, err := cs.EventsV1().Events("default").List(t.Context(), metav1.ListOptions{FieldSelector: "regarding.name=managed,reportingController=e2e-controller"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range v1.Items {
+		n := e.DeprecatedCount
+		if e.Series != nil {
+			n = e.Series.Count
+		}
+		got = append(got, summary(e.Reason, e.Note, n))
+		if e.Regarding.UID != cm.UID || e.Regarding.Kind != "ConfigMap" {
+			t.Errorf("events.k8s.io/v1 event %s regards %+v", e.Name, e.Regarding)
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("events.k8s.io/v1 view: %q, want %q", got, want)
+	}
+
+	// Leader election's own events: each manager became leader.
+	var leaders []string
+	pollUntil(t, 20*time.Second, "both managers' LeaderElection events on the lease", func() bool {
+		evs, err := cs.EventsV1().Events("kube-system").List(t.Context(), metav1.ListOptions{FieldSelector: "regarding.kind=Lease,regarding.name=e2e-manager,reason=LeaderElection"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaders = leaders[:0]
+		for _, e := range evs.Items {
+			if id, ok := strings.CutSuffix(e.Note, " became leader"); ok {
+				leaders = append(leaders, id)
+			}
+		}
+		return len(leaders) == 2
+	})
+	if leaders[0] == leaders[1] || !slices.Contains(leaders, *l.Spec.HolderIdentity) {
+		t.Errorf("became-leader events of %q; the lease is held by %q", leaders, *l.Spec.HolderIdentity)
+	}
+	if kubectlBin != "" {
+		out := s.MustKubectl(t, "describe", "lease", "e2e-manager", "-n", "kube-system")
+		for _, id := range leaders {
+			wantEventLine(t, "kubectl describe lease", out, "Normal", "LeaderElection", `\S+`, id, id+" became leader")
+		}
 	}
 }
