@@ -52,7 +52,14 @@ func For[T any]() (*Schema, error) {
 //	minItems=<n>, maxItems=<n>, minProperties=<n>, maxProperties=<n>,
 //	listType=atomic|set|map, listMapKeys=k1|k2, mapType=granular|atomic,
 //	patchStrategy=<s>, patchMergeKey=<k>,
-//	preserveUnknownFields, embeddedResource, intOrString
+//	preserveUnknownFields, embeddedResource, intOrString,
+//	rule=<CEL>, message=<text>, messageExpression=<CEL>, reason=<r>,
+//	fieldPath=<path>, optionalOldSelf
+//
+// rule adds an x-kubernetes-validations rule to the field (self is the
+// field's value); message, messageExpression, reason, fieldPath and
+// optionalOldSelf apply to the rule before them. A type's own rules come
+// from its ValidationRules method (Ruler).
 //
 // A marker prefixed with "items." applies to the items of an array field
 // (e.g. items.maxLength=63). Values of enum and default are read according to
@@ -107,11 +114,36 @@ func implements(t, iface reflect.Type) bool {
 	return t.Implements(iface) || reflect.PointerTo(t).Implements(iface)
 }
 
-// build returns the schema of t; where names the type or field for errors.
+// Ruler is implemented by Go types that carry validation rules at their
+// own level (x-kubernetes-validations, with self the type's value), as
+// kubebuilder's type-level XValidation markers do. FromGoType calls
+// ValidationRules on the zero value.
+type Ruler interface {
+	ValidationRules() []ValidationRule
+}
+
+var rulerType = reflect.TypeFor[Ruler]()
+
+// build returns the schema of t with the rules t declares (Ruler); where
+// names the type or field for errors.
 func (b *goBuilder) build(t reflect.Type, where string) (*Schema, error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	s, err := b.buildType(t, where)
+	if err != nil || !implements(t, rulerType) {
+		return s, err
+	}
+	r, ok := reflect.New(t).Interface().(Ruler)
+	if !ok {
+		r = reflect.New(t).Elem().Interface().(Ruler)
+	}
+	s.XValidations = append(s.XValidations, r.ValidationRules()...)
+	return s, nil
+}
+
+// buildType returns the schema of t, a type that is not a pointer.
+func (b *goBuilder) buildType(t reflect.Type, where string) (*Schema, error) {
 	switch t {
 	case timeType, metaTimeType:
 		return &Schema{Type: TypeString, Format: "date-time"}, nil

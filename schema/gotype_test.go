@@ -470,3 +470,43 @@ func TestFromGoTypeScalarsAndRoots(t *testing.T) {
 		}
 	}
 }
+
+type ruledSpec struct {
+	Min      int64  `json:"min"`
+	Max      int64  `json:"max" kapi:"rule=self <= 100,message=max is at most 100,reason=FieldValueForbidden"`
+	Name     string `json:"name" kapi:"rule=self == oldSelf,message=name is immutable,rule=self.all(c, c != ' '),fieldPath=.x"`
+	Replicas int64  `json:"replicas,omitempty" kapi:"rule=!oldSelf.hasValue() || self >= oldSelf.value(),optionalOldSelf"`
+}
+
+func (ruledSpec) ValidationRules() []ValidationRule {
+	return []ValidationRule{{Rule: "self.min <= self.max", Message: "min must not exceed max"}}
+}
+
+// TestGoTypeRules: rules come from kapi markers (a rule's details after
+// it) and from a type's ValidationRules.
+func TestGoTypeRules(t *testing.T) {
+	s, err := FromGoType(reflect.TypeFor[ruledSpec]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	yes := true
+	for where, want := range map[string][]ValidationRule{
+		"type":     {{Rule: "self.min <= self.max", Message: "min must not exceed max"}},
+		"max":      {{Rule: "self <= 100", Message: "max is at most 100", Reason: "FieldValueForbidden"}},
+		"name":     {{Rule: "self == oldSelf", Message: "name is immutable"}, {Rule: "self.all(c, c != ' ')", FieldPath: ".x"}},
+		"replicas": {{Rule: "!oldSelf.hasValue() || self >= oldSelf.value()", OptionalOldSelf: &yes}},
+	} {
+		got := s.XValidations
+		if where != "type" {
+			got = s.Properties[where].XValidations
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %+v, want %+v", where, got, want)
+		}
+	}
+	if _, err := FromGoType(reflect.TypeFor[struct {
+		A int `json:"a" kapi:"message=orphan"`
+	}]()); err == nil || !strings.Contains(err.Error(), "must follow a rule marker") {
+		t.Errorf("message without a rule: %v", err)
+	}
+}

@@ -17,11 +17,13 @@ var (
 		"minItems": true, "maxItems": true, "minProperties": true, "maxProperties": true,
 		"listType": true, "listMapKeys": true, "mapType": true,
 		"patchStrategy": true, "patchMergeKey": true,
+		"rule": true, "message": true, "messageExpression": true, "reason": true, "fieldPath": true,
 	}
 	flagMarkers = map[string]bool{
 		"required": true, "optional": true, "nullable": true,
 		"exclusiveMin": true, "exclusiveMax": true,
 		"preserveUnknownFields": true, "embeddedResource": true, "intOrString": true,
+		"optionalOldSelf": true,
 	}
 )
 
@@ -214,6 +216,10 @@ func applyMarker(s *Schema, m marker) error {
 			return fmt.Errorf("unknown map type %q (want granular or atomic)", m.value)
 		}
 		s.XMapType = m.value
+	case "rule":
+		s.XValidations = append(s.XValidations, ValidationRule{Rule: m.value})
+	case "message", "messageExpression", "reason", "fieldPath", "optionalOldSelf":
+		return applyRuleMarker(s, m)
 	case "patchStrategy":
 		s.XPatchStrategy = m.value
 	case "patchMergeKey":
@@ -332,4 +338,26 @@ func parseValue(s *Schema, v string) (any, error) {
 		return nil, fmt.Errorf("cannot read %q as a %s value: %v", v, s.Type, err)
 	}
 	return x, nil
+}
+
+// applyRuleMarker sets a detail of the rule the last rule marker added.
+func applyRuleMarker(s *Schema, m marker) error {
+	if len(s.XValidations) == 0 {
+		return fmt.Errorf("%s must follow a rule marker", m.name)
+	}
+	r := &s.XValidations[len(s.XValidations)-1]
+	switch m.name {
+	case "message":
+		r.Message = m.value
+	case "messageExpression":
+		r.MessageExpression = m.value
+	case "reason":
+		r.Reason = m.value
+	case "fieldPath":
+		r.FieldPath = m.value
+	case "optionalOldSelf":
+		t := true
+		r.OptionalOldSelf = &t
+	}
+	return nil
 }

@@ -39,6 +39,30 @@ const (
 	TypeBoolean = "boolean"
 )
 
+// ValidationRule is one x-kubernetes-validations rule: a CEL expression
+// over self (the value at the rule's level) and, in a transition rule,
+// oldSelf (its previous value on an update), as in a CRD.
+type ValidationRule struct {
+	// Rule is the CEL expression; it must evaluate to true.
+	Rule string `json:"rule"`
+	// Message is shown when the rule fails (default: "failed rule: " and
+	// the rule).
+	Message string `json:"message,omitempty"`
+	// MessageExpression, when set, is a CEL expression of type string whose
+	// value is shown instead of Message.
+	MessageExpression string `json:"messageExpression,omitempty"`
+	// Reason is the cause type of the failure: FieldValueInvalid (the
+	// default), FieldValueForbidden, FieldValueRequired or
+	// FieldValueDuplicate.
+	Reason string `json:"reason,omitempty"`
+	// FieldPath, when set, is the path below this level the failure is
+	// reported at (".spec.replicas", "['key']").
+	FieldPath string `json:"fieldPath,omitempty"`
+	// OptionalOldSelf makes a transition rule run on creates too, with
+	// oldSelf an optional value that is absent.
+	OptionalOldSelf *bool `json:"optionalOldSelf,omitempty"`
+}
+
 // Values of x-kubernetes-list-type, x-kubernetes-map-type and
 // x-kubernetes-patch-strategy.
 const (
@@ -54,9 +78,8 @@ const (
 )
 
 // Schema is a structural OpenAPI v3 schema. It marshals to and from OpenAPI
-// JSON; keywords outside the fields below (allOf, anyOf, oneOf, not,
-// x-kubernetes-validations, ...) are kept and written back when the schema is
-// marshalled, but are not enforced.
+// JSON; keywords outside the fields below (allOf, anyOf, oneOf, not, ...) are
+// kept and written back when the schema is marshalled, but are not enforced.
 //
 // A Schema is safe for concurrent use by Validate, Prune and Default once
 // built; it caches its compiled pattern, so it must not be copied by value
@@ -117,6 +140,9 @@ type Schema struct {
 	XPatchStrategy string `json:"x-kubernetes-patch-strategy,omitempty"`
 	// XPatchMergeKey is the strategic-merge-patch key of list elements.
 	XPatchMergeKey string `json:"x-kubernetes-patch-merge-key,omitempty"`
+	// XValidations are CEL validation rules on the value at this level
+	// (package schema/rules compiles and enforces them).
+	XValidations []ValidationRule `json:"x-kubernetes-validations,omitempty"`
 
 	// extra holds keywords this type does not model, for round-tripping.
 	extra map[string]json.RawMessage
@@ -196,6 +222,7 @@ var knownKeys = map[string]bool{
 	"x-kubernetes-embedded-resource": true, "x-kubernetes-list-type": true,
 	"x-kubernetes-list-map-keys": true, "x-kubernetes-map-type": true,
 	"x-kubernetes-patch-strategy": true, "x-kubernetes-patch-merge-key": true,
+	"x-kubernetes-validations": true,
 }
 
 // UnmarshalJSON decodes an OpenAPI v3 schema. Numbers in default, enum and
@@ -237,6 +264,7 @@ func (s *Schema) setFields(f *schemaFields) {
 	s.XPreserveUnknownFields, s.XIntOrString, s.XEmbeddedResource = f.XPreserveUnknownFields, f.XIntOrString, f.XEmbeddedResource
 	s.XListType, s.XListMapKeys, s.XMapType = f.XListType, f.XListMapKeys, f.XMapType
 	s.XPatchStrategy, s.XPatchMergeKey = f.XPatchStrategy, f.XPatchMergeKey
+	s.XValidations = f.XValidations
 	s.extra = f.extra
 	s.pattern.Store(nil)
 }
@@ -292,6 +320,10 @@ func (s *Schema) Clone() *Schema {
 	c.MaxItems, c.MinItems = clonePtr(s.MaxItems), clonePtr(s.MinItems)
 	c.MaxProperties, c.MinProperties = clonePtr(s.MaxProperties), clonePtr(s.MinProperties)
 	c.XListMapKeys = slices.Clone(s.XListMapKeys)
+	c.XValidations = slices.Clone(s.XValidations)
+	for i, r := range c.XValidations {
+		c.XValidations[i].OptionalOldSelf = clonePtr(r.OptionalOldSelf)
+	}
 	c.extra = maps.Clone(s.extra)
 	return c
 }

@@ -26,8 +26,60 @@ import (
 // must have a string apiVersion and kind. A nil schema accepts anything.
 func Validate(obj any, s *Schema) meta.ErrorList {
 	v := validator{}
-	v.validate(obj, s, nil)
+	v.validate(obj, prev{}, s, nil)
 	return v.errs
+}
+
+// ValidateUpdate is Validate of an update of old to obj with ratcheting, as
+// Kubernetes validates custom resources: a value equal to its correlated
+// old value (the same field or map key; in a set the equal element, in a
+// map list the element with the same keys; elements of atomic lists have
+// none) is not checked, so an object stored before its schema tightened
+// can still be updated where it is not changed.
+func ValidateUpdate(obj, old any, s *Schema) meta.ErrorList {
+	v := validator{}
+	v.validate(obj, prev{v: old, ok: true}, s, nil)
+	return v.errs
+}
+
+// prev is the old value correlated with the value being validated, if any.
+type prev struct {
+	v  any
+	ok bool
+}
+
+// member is the old value of an object's property or a map's key k.
+func (o prev) member(k string) prev {
+	m, _ := o.v.(map[string]any)
+	v, ok := m[k]
+	return prev{v: v, ok: o.ok && ok}
+}
+
+// CorrelateListItem finds the old element of item, an element of a list
+// of schema s whose old value is old: in a set the equal element, in a map
+// list the one with the same key fields; elements of atomic lists have
+// none.
+func CorrelateListItem(s *Schema, item any, old []any) (any, bool) {
+	switch s.ListType() {
+	case ListTypeSet:
+		for _, o := range old {
+			if meta.DeepEqual(o, item) {
+				return o, true
+			}
+		}
+	case ListTypeMap:
+		im, _ := item.(map[string]any)
+		for _, o := range old {
+			om, ok := o.(map[string]any)
+			for _, k := range s.ListMapKeys() {
+				ok = ok && meta.DeepEqual(im[k], om[k])
+			}
+			if ok {
+				return o, true
+			}
+		}
+	}
+	return nil, false
 }
 
 type validator struct {
@@ -143,9 +195,9 @@ func typeDescription(s *Schema) string {
 	return s.Type
 }
 
-func (v *validator) validate(x any, s *Schema, p *meta.Path) {
-	if s == nil {
-		return
+func (v *validator) validate(x any, o prev, s *Schema, p *meta.Path) {
+	if s == nil || o.ok && meta.DeepEqual(x, o.v) {
+		return // nothing to check, or unchanged: ratcheted
 	}
 	if x == nil {
 		if s.Nullable || (s.Type == "" && !s.XIntOrString) {
@@ -164,9 +216,9 @@ func (v *validator) validate(x any, s *Schema, p *meta.Path) {
 	case string:
 		v.validateString(t, s, p)
 	case map[string]any:
-		v.validateObject(t, s, p)
+		v.validateObject(t, o, s, p)
 	case []any:
-		v.validateArray(t, s, p)
+		v.validateArray(t, o, s, p)
 	case bool:
 	default:
 		v.validateNumber(x, s, p)
@@ -241,7 +293,7 @@ func (v *validator) validateString(x string, s *Schema, p *meta.Path) {
 	}
 }
 
-func (v *validator) validateObject(x map[string]any, s *Schema, p *meta.Path) {
+func (v *validator) validateObject(x map[string]any, o prev, s *Schema, p *meta.Path) {
 	for _, r := range s.Required {
 		if _, ok := x[r]; !ok {
 			v.add(meta.Required(p.Child(r), ""))
@@ -260,14 +312,14 @@ func (v *validator) validateObject(x map[string]any, s *Schema, p *meta.Path) {
 	keys := sortedKeys(x)
 	for _, k := range keys {
 		if ps, ok := s.Properties[k]; ok {
-			v.validate(x[k], ps, p.Child(k))
+			v.validate(x[k], o.member(k), ps, p.Child(k))
 			continue
 		}
 		ap := s.AdditionalProperties
 		switch {
 		case ap == nil:
 		case ap.Schema != nil:
-			v.validate(x[k], ap.Schema, p.Key(k))
+			v.validate(x[k], o.member(k), ap.Schema, p.Key(k))
 		case !ap.Allows:
 			if s.XEmbeddedResource && (k == "apiVersion" || k == "kind" || k == "metadata") {
 				continue
@@ -305,7 +357,7 @@ func (v *validator) validateEmbedded(x map[string]any, p *meta.Path) {
 	}
 }
 
-func (v *validator) validateArray(x []any, s *Schema, p *meta.Path) {
+func (v *validator) validateArray(x []any, o prev, s *Schema, p *meta.Path) {
 	n := int64(len(x))
 	if s.MaxItems != nil && n > *s.MaxItems {
 		v.add(meta.TooMany(p, len(x), int(*s.MaxItems)))
@@ -313,8 +365,13 @@ func (v *validator) validateArray(x []any, s *Schema, p *meta.Path) {
 	if s.MinItems != nil && n < *s.MinItems {
 		v.add(meta.Invalid(p, n, fmt.Sprintf("%s in body should have at least %d items", pathName(p), *s.MinItems)))
 	}
+	ol, _ := o.v.([]any)
 	for i, e := range x {
-		v.validate(e, s.Items, p.Index(i))
+		var eo prev
+		if o.ok {
+			eo.v, eo.ok = CorrelateListItem(s, e, ol)
+		}
+		v.validate(e, eo, s.Items, p.Index(i))
 	}
 	switch s.XListType {
 	case ListTypeSet:

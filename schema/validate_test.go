@@ -216,3 +216,29 @@ func TestValidateCauseTypes(t *testing.T) {
 		t.Errorf("required: %v", errs)
 	}
 }
+
+// TestValidateUpdateRatchets: an update is not refused for what it leaves
+// unchanged, down to the correlated elements of set and map lists, and is
+// for what it changes.
+func TestValidateUpdateRatchets(t *testing.T) {
+	s := mustParse(t, `{"type":"object","required":["size"],"properties":{
+		"name":{"type":"string","maxLength":3},
+		"color":{"type":"string","enum":["red","blue"]},
+		"size":{"type":"integer"},
+		"ports":{"type":"array","x-kubernetes-list-type":"map","x-kubernetes-list-map-keys":["name"],
+			"items":{"type":"object","properties":{"name":{"type":"string"},"port":{"type":"integer","maximum":100}}}},
+		"tags":{"type":"array","items":{"type":"string","maxLength":2}}}}`)
+	old := decodeJSON(t, `{"size":1,"name":"toolong","color":"red","ports":[{"name":"a","port":500},{"name":"b","port":1}],"tags":["abc"]}`)
+	for _, tc := range []struct{ obj, want string }{
+		{`{"size":1,"name":"toolong","color":"blue","ports":[{"name":"b","port":2},{"name":"a","port":500}],"tags":["abc"]}`, ``},
+		{`{"size":1,"name":"toolong!","color":"blue","ports":[{"name":"a","port":500}],"tags":["abc"]}`,
+			`name: Too long: may not be more than 3 bytes`},
+		{`{"name":"toolong","color":"green","ports":[{"name":"a","port":501}],"tags":["abc","x"]}`,
+			`size: Required value; color: Unsupported value: "green": supported values: "red", "blue"; ports[0].port: Invalid value: 501: ports[0].port in body should be less than or equal to 100; tags[0]: Too long: may not be more than 2 bytes`},
+	} {
+		got := strings.Join(errorStrings(ValidateUpdate(decodeJSON(t, tc.obj), old, s)), "; ")
+		if got != tc.want {
+			t.Errorf("%s:\n got  %s\n want %s", tc.obj, got, tc.want)
+		}
+	}
+}

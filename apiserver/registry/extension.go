@@ -434,7 +434,7 @@ func (s *Store) admitBody(ctx context.Context, req *Request, obj Object, kind me
 	}
 	var errs meta.ErrorList
 	if sch != nil {
-		errs = schemaValidate(obj, sch)
+		errs = schemaValidate(obj, nil, sch)
 	}
 	if h := s.res.Strategy.Validate; h != nil && req.Subresource == "" {
 		errs = append(errs, h(ctx, obj)...)

@@ -138,7 +138,8 @@ func (s *Store) validate(ctx context.Context, obj, old Object) meta.ErrorList {
 		nameRule = meta.IsDNS1123Subdomain
 	}
 	errs := meta.ValidateObjectMeta(md, res.Namespaced, nameRule, meta.NewPath("metadata"))
-	errs = append(errs, schemaValidate(obj, res.Schema)...)
+	errs = append(errs, schemaValidate(obj, old, res.Schema)...)
+	errs = append(errs, res.rules.Validate(ctx, obj, old)...)
 	if old == nil {
 		if h := res.Strategy.Validate; h != nil {
 			errs = append(errs, h(ctx, obj)...)
@@ -168,11 +169,17 @@ func (s *Store) invalid(name string, errs meta.ErrorList) error {
 }
 
 // schemaValidate validates everything but metadata, which the server
-// validates itself.
-func schemaValidate(obj Object, sch *schema.Schema) meta.ErrorList {
+// validates itself; an update (old not nil) is ratcheted: what it leaves
+// unchanged is not checked again.
+func schemaValidate(obj, old Object, sch *schema.Schema) meta.ErrorList {
 	md := obj["metadata"]
 	delete(obj, "metadata")
-	errs := schema.Validate(obj, sch)
+	var errs meta.ErrorList
+	if old == nil {
+		errs = schema.Validate(obj, sch)
+	} else {
+		errs = schema.ValidateUpdate(obj, old, sch)
+	}
 	obj["metadata"] = md
 	return errs
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/kapi-dev/kapi/meta"
 	"github.com/kapi-dev/kapi/patch"
 	"github.com/kapi-dev/kapi/schema"
+	"github.com/kapi-dev/kapi/schema/rules"
 )
 
 // Object is a generic decoded JSON object: maps, slices, strings,
@@ -88,6 +89,7 @@ type Resource struct {
 	Virtual *Virtual
 
 	fieldPaths map[string][]string // selectable field label → path, set by complete
+	rules      *rules.Validator    // the schema's x-kubernetes-validations, compiled by complete
 }
 
 // Options tune how the generic store treats a resource, for the few places
@@ -287,6 +289,11 @@ func (r *Resource) complete() error {
 	if v := r.StoredAs; v != nil && (v.Resource == "" || v.FromStored == nil || v.ToStored == nil || r.Virtual != nil) {
 		return fmt.Errorf("registry: %s: StoredAs needs a resource and both conversions, and a stored type", r.GroupResource())
 	}
+	v, err := rules.Compile(r.Schema, rules.Limits{})
+	if err != nil {
+		return fmt.Errorf("registry: %s: %w", r.GroupResource(), err)
+	}
+	r.rules = v
 	if err := r.completeExtensions(); err != nil {
 		return err
 	}

@@ -1,0 +1,290 @@
+// Package rules enforces a schema's x-kubernetes-validations: CEL rules
+// over self (the value at the rule's level) and, in transition rules,
+// oldSelf (its value before an update), as kube-apiserver enforces them on
+// custom resources — the same environment, types, cost limits, messages and
+// ratcheting. Rules compile once, when a type is registered (Compile); a
+// Validator then checks objects on every write.
+package rules
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/interpreter"
+
+	"github.com/kapi-dev/kapi/meta"
+	"github.com/kapi-dev/kapi/schema"
+)
+
+// Validator checks objects against the rules of one schema. It is immutable
+// and safe for concurrent use.
+type Validator struct {
+	root   *node
+	limits Limits
+}
+
+// Compile compiles every rule of s, the schema of a whole object. It fails
+// with every rule that does not compile, does not have the right type, or
+// costs more than limits allow, each named by its path and index. A schema
+// without rules compiles to a Validator that does nothing.
+func Compile(s *schema.Schema, limits Limits) (*Validator, error) {
+	limits = limits.withDefaults()
+	if !hasRules(s) {
+		return &Validator{root: &node{}, limits: limits}, nil // no CEL environment to build
+	}
+	c := &compiler{limits: limits, objects: map[string]*node{}}
+	root := c.declare(s, "root", true)
+	reg, err := types.NewRegistry()
+	if err != nil {
+		return nil, fmt.Errorf("rules: CEL types: %w", err)
+	}
+	base, err := cel.NewEnv(append(envOptions(), cel.CustomTypeProvider(&provider{Registry: reg, objects: c.objects}))...)
+	if err != nil {
+		return nil, fmt.Errorf("rules: CEL environment: %w", err)
+	}
+	c.base = base
+	c.compileTree(root, nil, 1)
+	if len(c.errs) == 0 && c.total > float64(limits.PerType) {
+		c.errs = append(c.errs, fmt.Sprintf("x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of %s (try adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are used)",
+			factor(c.total, float64(limits.PerType))))
+	}
+	if len(c.errs) > 0 {
+		sort.Strings(c.errs)
+		return nil, fmt.Errorf("%w: %s", errCompile, strings.Join(c.errs, "; "))
+	}
+	return &Validator{root: root, limits: limits}, nil
+}
+
+// hasRules reports whether s or a schema under it has rules.
+func hasRules(s *schema.Schema) bool {
+	if s == nil {
+		return false
+	}
+	if len(s.XValidations) > 0 || hasRules(s.Items) {
+		return true
+	}
+	for _, p := range s.Properties {
+		if hasRules(p) {
+			return true
+		}
+	}
+	return s.AdditionalProperties != nil && hasRules(s.AdditionalProperties.Schema)
+}
+
+// Empty reports whether the schema has no rules.
+func (v *Validator) Empty() bool { return v == nil || !v.root.rulesBelow }
+
+// Validate evaluates the rules on obj, a whole object (old is its stored
+// version on an update, nil on a create), and returns one error per failed
+// rule at its field path. On an update, rules that do not read oldSelf are
+// not evaluated where the value is unchanged (ratcheting: an object already
+// stored never fails a rule for what its update did not touch), and
+// transition rules run only where an old value exists. The evaluations of
+// one call share a cost budget (Limits.PerObject).
+func (v *Validator) Validate(ctx context.Context, obj, old map[string]any) meta.ErrorList {
+	if v.Empty() {
+		return nil
+	}
+	w := &walk{ctx: ctx, budget: v.limits.PerObject}
+	var oldV any
+	if old != nil {
+		oldV = old
+	}
+	w.visit(v.root, obj, oldV, old != nil, nil)
+	return w.errs
+}
+
+// walk is one validation: the errors so far and the budget left.
+type walk struct {
+	ctx    context.Context
+	budget uint64
+	spent  bool // the budget ran out: nothing more is evaluated
+	errs   meta.ErrorList
+}
+
+// visit evaluates the rules of level n on val (old, when hasOld, is its
+// correlated previous value) and descends.
+func (w *walk) visit(n *node, val, old any, hasOld bool, path *meta.Path) {
+	if n == nil || !n.rulesBelow || w.spent || val == nil {
+		return
+	}
+	unchanged := hasOld && meta.DeepEqual(val, old)
+	if unchanged && !n.transitionBelow {
+		return // ratcheting: nothing here can fail because of this write
+	}
+	for _, r := range n.rules {
+		if (r.transition && !hasOld && !r.optional) || (unchanged && !r.transition) {
+			continue
+		}
+		if w.ctx.Err() != nil {
+			w.spent = true // the request is over: its answer no longer matters
+			return
+		}
+		w.evaluate(n, r, val, old, hasOld, path)
+		if w.spent {
+			return
+		}
+	}
+	w.descend(n, val, old, hasOld, path)
+}
+
+// descend visits the members of an object, map or list.
+func (w *walk) descend(n *node, val, old any, hasOld bool, path *meta.Path) {
+	switch x := val.(type) {
+	case map[string]any:
+		om, _ := old.(map[string]any)
+		if n.fields != nil {
+			for _, f := range n.fields {
+				if v, ok := x[f.json]; ok {
+					ov, ook := om[f.json]
+					w.visit(f.n, v, ov, hasOld && ook, path.Child(f.json))
+				}
+			}
+			return
+		}
+		for _, k := range sortedKeys(x) {
+			ov, ook := om[k]
+			w.visit(n.elem, x[k], ov, hasOld && ook, path.Key(k))
+		}
+	case []any:
+		ol, _ := old.([]any)
+		for i, item := range x {
+			ov, ook := schema.CorrelateListItem(n.s, item, ol)
+			w.visit(n.elem, item, ov, hasOld && ook, path.Index(i))
+		}
+	}
+}
+
+// evaluate runs one rule and records its failure.
+func (w *walk) evaluate(n *node, r *rule, val, old any, hasOld bool, path *meta.Path) {
+	vars := &activation{self: value(val, n)}
+	switch {
+	case r.optional && hasOld:
+		vars.oldSelf = types.OptionalOf(value(old, n))
+	case r.optional:
+		vars.oldSelf = types.OptionalNone
+	case hasOld:
+		vars.oldSelf = value(old, n)
+	}
+	out, details, err := r.prog.Eval(vars)
+	if !w.charge(r, details, n, path) {
+		return
+	}
+	if err != nil {
+		w.fail(n, r, path, fmt.Sprintf("%s: %v", ruleMessage(r), err), true)
+		return
+	}
+	if out != types.True {
+		w.fail(n, r, path, w.message(n, r, vars, path), false)
+	}
+}
+
+// activation binds self and oldSelf without a map.
+type activation struct {
+	self, oldSelf ref.Val
+}
+
+func (a *activation) ResolveName(name string) (any, bool) {
+	switch {
+	case name == "self":
+		return a.self, true
+	case name == "oldSelf" && a.oldSelf != nil:
+		return a.oldSelf, true
+	}
+	return nil, false
+}
+
+func (a *activation) Parent() interpreter.Activation { return nil }
+
+// charge takes an evaluation's cost from the budget (a cheap rule's
+// estimate, else what it cost); once the budget runs out, the validation
+// ends with Kubernetes' error.
+func (w *walk) charge(r *rule, details *cel.EvalDetails, n *node, path *meta.Path) bool {
+	cost := r.maxCost
+	if details != nil && details.ActualCost() != nil {
+		cost = *details.ActualCost()
+	}
+	if cost > w.budget {
+		w.spent = true
+		w.errs = append(w.errs, meta.Invalid(path, typeName(n), "validation failed due to running out of cost budget, no further validation rules will be run"))
+		return false
+	}
+	w.budget -= cost
+	return true
+}
+
+// message is what a failed rule says: its messageExpression's value when
+// that evaluates to a non-blank single line, else its message, else the
+// rule itself.
+func (w *walk) message(n *node, r *rule, vars *activation, path *meta.Path) string {
+	if r.message != nil {
+		out, details, err := r.message.Eval(vars)
+		if !w.charge(r, details, n, path) {
+			return ruleMessage(r)
+		}
+		if s, ok := out.Value().(string); err == nil && ok && strings.TrimSpace(s) != "" && !strings.ContainsAny(s, "\r\n") && len(s) <= 5000 {
+			return strings.TrimSpace(s)
+		}
+	}
+	return ruleMessage(r)
+}
+
+func ruleMessage(r *rule) string {
+	if m := strings.TrimSpace(r.src.Message); m != "" {
+		return m
+	}
+	return "failed rule: " + strings.TrimSpace(r.src.Rule)
+}
+
+// rootPath is where Kubernetes reports a failed rule of the root level.
+var rootPath = meta.NewPath("<nil>")
+
+// fail records a failed rule as its reason's field error.
+func (w *walk) fail(n *node, r *rule, path *meta.Path, msg string, evalErr bool) {
+	path = appendPath(path, r.fieldPath)
+	if path == nil {
+		path = rootPath
+	}
+	if evalErr {
+		w.errs = append(w.errs, meta.Invalid(path, typeName(n), msg))
+		return
+	}
+	switch r.reason {
+	case meta.CauseTypeFieldValueForbidden:
+		w.errs = append(w.errs, meta.Forbidden(path, msg))
+	case meta.CauseTypeFieldValueRequired:
+		w.errs = append(w.errs, meta.Required(path, msg))
+	case meta.CauseTypeFieldValueDuplicate:
+		w.errs = append(w.errs, meta.Duplicate(path, typeName(n)))
+	default:
+		w.errs = append(w.errs, meta.Invalid(path, typeName(n), msg))
+	}
+}
+
+// typeName is the value Kubernetes shows for a failed rule: the level's
+// schema type.
+func typeName(n *node) string {
+	if n.s == nil || n.s.Type == "" {
+		return "object"
+	}
+	return n.s.Type
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// IsCompileError reports whether err is Compile's refusal of a schema's
+// rules.
+func IsCompileError(err error) bool { return errors.Is(err, errCompile) }
