@@ -21,10 +21,11 @@ import (
 // computation, kapi refuses it.
 var errQuantityTooLarge = errors.New("quantity exponent is out of the supported range")
 
-// maxRescaleDigits bounds the powers of ten a decimal may be multiplied by.
-// Quantities that fit Kubernetes' documented range (2^63-1 at nano precision)
-// need fewer than 40 digits.
-const maxRescaleDigits = 10000
+// maxRescaleDigits bounds the powers of ten a non-zero decimal may be
+// multiplied by (10^100000 is a 40 KiB number). Quantities that fit
+// Kubernetes' documented range (2^63-1 at nano precision) need fewer than
+// 40 digits.
+const maxRescaleDigits = 100000
 
 // int64Amount is value * 10^exp, the fast form of a quantity.
 type int64Amount struct {
@@ -179,6 +180,9 @@ func (d decAmount) neg() decAmount {
 // rescaled returns d with the given (larger or equal) scale and the same
 // value.
 func (d decAmount) rescaled(scale int32) (decAmount, error) {
+	if d.unscaled.Sign() == 0 {
+		return decAmount{unscaled: new(big.Int), scale: scale}, nil
+	}
 	p, err := pow10(int64(scale) - int64(d.scale))
 	if err != nil {
 		return decAmount{}, err
