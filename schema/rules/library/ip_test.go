@@ -1,0 +1,87 @@
+package library
+
+import "testing"
+
+func TestIP(t *testing.T) {
+	run(t, []evalCase{
+		{expr: `isIP('127.0.0.1')`, want: true},
+		{expr: `isIP('::1')`, want: true},
+		{expr: `isIP('127.0.0.256')`, want: false},
+		{expr: `isIP(':::1')`, want: false},
+		{expr: `isIP('127.0.0.01')`, want: false},
+		{expr: `isIP('::ffff:1.2.3.4')`, want: false},
+		{expr: `isIP('fe80::1%eth0')`, want: false},
+		{expr: `ip.isCanonical('127.0.0.1')`, want: true},
+		{expr: `ip.isCanonical('2001:db8::abcd')`, want: true},
+		{expr: `ip.isCanonical('2001:DB8::ABCD')`, want: false},
+		{expr: `ip.isCanonical('2001:db8::0:0:0:abcd')`, want: false},
+		{expr: `ip('127.0.0.1').family()`, want: 4},
+		{expr: `ip('::1').family()`, want: 6},
+		{expr: `ip('127.0.0.1').family() == 4`, want: true},
+		{expr: `ip('0.0.0.0').isUnspecified()`, want: true},
+		{expr: `ip('127.0.0.1').isUnspecified()`, want: false},
+		{expr: `ip('::').isUnspecified()`, want: true},
+		{expr: `ip('::1').isUnspecified()`, want: false},
+		{expr: `ip('127.0.0.1').isLoopback()`, want: true},
+		{expr: `ip('192.168.0.1').isLoopback()`, want: false},
+		{expr: `ip('::1').isLoopback()`, want: true},
+		{expr: `ip('2001:db8::abcd').isLoopback()`, want: false},
+		{expr: `ip('224.0.0.1').isLinkLocalMulticast()`, want: true},
+		{expr: `ip('224.0.1.1').isLinkLocalMulticast()`, want: false},
+		{expr: `ip('ff02::1').isLinkLocalMulticast()`, want: true},
+		{expr: `ip('fd00::1').isLinkLocalMulticast()`, want: false},
+		{expr: `ip('169.254.169.254').isLinkLocalUnicast()`, want: true},
+		{expr: `ip('192.168.0.1').isLinkLocalUnicast()`, want: false},
+		{expr: `ip('fe80::1').isLinkLocalUnicast()`, want: true},
+		{expr: `ip('fd80::1').isLinkLocalUnicast()`, want: false},
+		{expr: `ip('192.168.0.1').isGlobalUnicast()`, want: true},
+		{expr: `ip('255.255.255.255').isGlobalUnicast()`, want: false},
+		{expr: `ip('2001:db8::abcd').isGlobalUnicast()`, want: true},
+		{expr: `ip('ff00::1').isGlobalUnicast()`, want: false},
+		{expr: `string(ip('2001:DB8::1'))`, want: "2001:db8::1"},
+		{expr: `ip('::1') == ip('0:0::1')`, want: true},
+		{expr: `ip('127.0.0.256')`, evalErr: `^IP Address "127.0.0.256" parse error during conversion from string: ParseAddr\("127.0.0.256"\): IPv4 field has value >255$`},
+		{expr: `ip('::ffff:1.2.3.4')`, evalErr: `^IPv4-mapped IPv6 address "::ffff:1.2.3.4" is not allowed$`},
+		{expr: `ip('fe80::1%eth0')`, evalErr: `^IP address "fe80::1%eth0" with zone value is not allowed$`},
+		{expr: `ip.isCanonical('x')`, evalErr: `^IP Address "x" parse error`},
+		// The documentation's ip(...).isCanonical() does not compile in
+		// Kubernetes either: isCanonical is a global function on a string.
+		{expr: `ip('::1').isCanonical()`, compileErr: `undeclared reference to 'isCanonical'`},
+	})
+}
+
+func TestCIDR(t *testing.T) {
+	run(t, []evalCase{
+		{expr: `isCIDR('192.168.0.0/16')`, want: true},
+		{expr: `isCIDR('::1/128')`, want: true},
+		{expr: `isCIDR('192.168.0.0/33')`, want: false},
+		{expr: `isCIDR('::1/129')`, want: false},
+		{expr: `isCIDR('::ffff:1.2.3.4/120')`, want: false},
+		{expr: `cidr('192.168.0.0/24').containsIP(ip('192.168.0.1'))`, want: true},
+		{expr: `cidr('192.168.0.0/24').containsIP(ip('192.168.1.1'))`, want: false},
+		{expr: `cidr('192.168.0.0/24').containsIP('192.168.0.1')`, want: true},
+		{expr: `cidr('192.168.0.0/24').containsIP('192.168.1.1')`, want: false},
+		{expr: `cidr('192.168.0.0/16').containsCIDR(cidr('192.168.10.0/24'))`, want: true},
+		{expr: `cidr('192.168.1.0/24').containsCIDR(cidr('192.168.2.0/24'))`, want: false},
+		{expr: `cidr('192.168.0.0/16').containsCIDR('192.168.10.0/24')`, want: true},
+		{expr: `cidr('192.168.1.0/24').containsCIDR('192.168.2.0/24')`, want: false},
+		{expr: `cidr('192.168.0.0/24').containsCIDR('192.168.0.0/16')`, want: false},
+		{expr: `cidr('192.168.0.1/24').ip() == ip('192.168.0.1')`, want: true},
+		{expr: `cidr('192.168.0.1/24').ip().family()`, want: 4},
+		{expr: `cidr('::1/128').ip() == ip('::1')`, want: true},
+		{expr: `cidr('::1/128').ip().family()`, want: 6},
+		{expr: `cidr('192.168.0.0/24').masked() == cidr('192.168.0.0/24')`, want: true},
+		{expr: `cidr('192.168.0.1/24').masked() == cidr('192.168.0.0/24')`, want: true},
+		{expr: `cidr('192.168.0.0/24') == cidr('192.168.0.0/24').masked()`, want: true},
+		{expr: `cidr('192.168.0.1/24') == cidr('192.168.0.1/24').masked()`, want: false},
+		{expr: `cidr('192.168.0.0/16').prefixLength()`, want: 16},
+		{expr: `cidr('::1/128').prefixLength()`, want: 128},
+		{expr: `string(cidr('192.168.0.1/24'))`, want: "192.168.0.1/24"},
+		{expr: `cidr('192.168.0.0/33')`, evalErr: `^network address parse error during conversion from string: network address parse error during conversion from string: netip.ParsePrefix\("192.168.0.0/33"\): prefix length out of range$`},
+		{expr: `cidr('::ffff:1.2.3.4/120')`, evalErr: `^network address parse error during conversion from string: IPv4-mapped IPv6 address "::ffff:1.2.3.4/120" is not allowed$`},
+		// As in Kubernetes, an invalid address string is "no such overload",
+		// an invalid network string its parse error.
+		{expr: `cidr('10.0.0.0/8').containsIP('10.0.0.256')`, evalErr: `^no such overload$`},
+		{expr: `cidr('10.0.0.0/8').containsCIDR('10.0.0.0/33')`, evalErr: `^network address parse error`},
+	})
+}
