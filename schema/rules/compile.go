@@ -98,7 +98,7 @@ func (c *compiler) compileTree(n *node, path *meta.Path, cardinality float64) {
 		if n.typ.Kind() == types.MapKind {
 			child = path.Key("*")
 		}
-		c.compileTree(n.elem, child, cardinality*maxElements(n))
+		c.compileTree(n.elem, child, cardinality*bound(n))
 	}
 	for _, f := range n.fields {
 		n.rulesBelow = n.rulesBelow || f.n.rulesBelow
@@ -147,14 +147,10 @@ func (c *compiler) compileRule(n *node, path *meta.Path, i int, src schema.Valid
 		c.compileErr(path, i, "optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule")
 		return
 	}
-	if r.maxCost, ok = c.checkCost(env, ast, n, path, i, cardinality); !ok {
+	if r.maxCost, ok = c.checkCost(env, ast, n, path, i, "rule", cardinality); !ok {
 		return
 	}
-	opts := c.programOptions()
-	if r.maxCost <= cheapRule {
-		opts = nil
-	}
-	if r.prog, err = env.Program(ast, opts...); err != nil {
+	if r.prog, err = env.Program(ast, c.programOptions(r.maxCost <= cheapRule)...); err != nil {
 		c.compileErr(path, i, "rule: %v", err)
 		return
 	}
@@ -180,11 +176,11 @@ func (c *compiler) compileMessage(env *cel.Env, r *rule, n *node, path *meta.Pat
 		c.compileErr(path, i, "messageExpression: Invalid value: %q: must evaluate to a string", r.src.MessageExpression)
 		return false
 	}
-	if _, ok := c.checkCost(env, ast, n, path, i, cardinality); !ok {
+	if _, ok := c.checkCost(env, ast, n, path, i, "messageExpression", cardinality); !ok {
 		return false
 	}
 	var err error
-	if r.message, err = env.Program(ast, c.programOptions()...); err != nil {
+	if r.message, err = env.Program(ast, c.programOptions(false)...); err != nil {
 		c.compileErr(path, i, "messageExpression: %v", err)
 		return false
 	}

@@ -10,7 +10,7 @@ import (
 // fuzzSchema has rules of every kind over objects, maps, lists, sets and
 // int-or-string values.
 const fuzzSchema = `{"type":"object","properties":{"spec":{"type":"object",
- "x-kubernetes-validations":[{"rule":"!has(self.a) || !has(self.b) || self.a <= self.b","messageExpression":"'a=' + string(self.a)"},{"rule":"self == oldSelf || !has(oldSelf.a) || has(self.a)"}],
+ "x-kubernetes-validations":[{"rule":"!has(self.a) || !has(self.b) || self.a <= self.b","messageExpression":"'a is too large: ' + self.s"},{"rule":"self == oldSelf || !has(oldSelf.a) || has(self.a)"}],
  "properties":{"a":{"type":"integer"},"b":{"type":"integer"},"s":{"type":"string","maxLength":64,"x-kubernetes-validations":[{"rule":"self.size() < 10 && !self.contains('x')"}]},
   "m":{"type":"object","maxProperties":32,"additionalProperties":{"type":"string","maxLength":16},"x-kubernetes-validations":[{"rule":"self.all(k, k.size() < 5 && self[k] != 'bad')"}]},
   "l":{"type":"array","maxItems":32,"x-kubernetes-list-type":"set","items":{"type":"integer"},"x-kubernetes-validations":[{"rule":"self.all(x, x >= 0)"},{"rule":"self.size() <= oldSelf.size() + 3"}]},

@@ -10,6 +10,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -51,7 +53,7 @@ func Compile(s *schema.Schema, limits Limits) (*Validator, error) {
 	c.base = base
 	c.compileTree(root, nil, 1)
 	if len(c.errs) == 0 && c.total > float64(limits.PerType) {
-		c.errs = append(c.errs, fmt.Sprintf("x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of %s (try adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are used)",
+		c.errs = append(c.errs, fmt.Sprintf("x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of %s (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)",
 			factor(c.total, float64(limits.PerType))))
 	}
 	if len(c.errs) > 0 {
@@ -148,7 +150,7 @@ func (w *walk) descend(n *node, val, old any, hasOld bool, path *meta.Path) {
 			}
 			return
 		}
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			ov, ook := om[k]
 			w.visit(n.elem, x[k], ov, hasOld && ook, path.Key(k))
 		}
@@ -274,15 +276,6 @@ func typeName(n *node) string {
 		return "object"
 	}
 	return n.s.Type
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // IsCompileError reports whether err is Compile's refusal of a schema's

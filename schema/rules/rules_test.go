@@ -77,9 +77,9 @@ func TestRules(t *testing.T) {
 			spec(`{"x":{"type":"string"}}`, `[{"rule":"!has(self.x) || self.x == 'a'"}]`),
 			`{"spec":{}}`, "", ``},
 		{"messageExpression",
-			spec(`{"x":{"type":"integer"},"maxLimit":{"type":"integer"}}`,
-				`[{"rule":"self.x <= self.maxLimit","messageExpression":"'x exceeded max limit of ' + string(self.maxLimit)"}]`),
-			`{"spec":{"x":5,"maxLimit":3}}`, "", `spec: Invalid value: "object": x exceeded max limit of 3`},
+			spec(`{"x":{"type":"integer"},"maxLimit":{"type":"integer"},"unit":{"type":"string","maxLength":8}}`,
+				`[{"rule":"self.x <= self.maxLimit","messageExpression":"'x exceeded its max limit, in ' + self.unit"}]`),
+			`{"spec":{"x":5,"maxLimit":3,"unit":"pods"}}`, "", `spec: Invalid value: "object": x exceeded its max limit, in pods`},
 		{"reason and fieldPath",
 			spec(`{"x":{"type":"integer"}}`, `[{"rule":"self.x >= 0","message":"x must not be negative","reason":"FieldValueForbidden","fieldPath":".x"}]`),
 			`{"spec":{"x":-1}}`, "", `spec.x: Forbidden: x must not be negative`},
@@ -163,6 +163,10 @@ func TestCompileErrors(t *testing.T) {
 		{spec(`{"x":{"type":"integer"}}`, `[{"rule":"self.x"}]`), `spec: x-kubernetes-validations[0]: rule: Invalid value: "self.x": cel expression must evaluate to a bool`},
 		{spec(`{"x":{"type":"integer"}}`, `[{"rule":"self.x > 0","messageExpression":"self.x"}]`), `messageExpression: Invalid value: "self.x": must evaluate to a string`},
 		{spec(`{"x":{"type":"integer"}}`, `[{"rule":"self.x > 0","reason":"Bad"}]`), `reason: Unsupported value: "Bad"`},
+		// Kubernetes refuses its documentation's own example: a string
+		// made from an int has no size bound.
+		{spec(`{"x":{"type":"integer"},"maxLimit":{"type":"integer"}}`, `[{"rule":"self.x <= self.maxLimit","messageExpression":"'x exceeded max limit of ' + string(self.maxLimit)"}]`),
+			`messageExpression: Forbidden: estimated messageExpression cost exceeds budget by factor of more than 100x`},
 		{spec(`{"x":{"type":"integer"}}`, `[{"rule":"self.x > 0","fieldPath":".y"}]`), `fieldPath: Invalid value: ".y"`},
 		{spec(`{"x":{"type":"integer"}}`, `[{"rule":"self.x > 0","optionalOldSelf":true}]`), `optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule`},
 		{spec(`{"l":{"type":"array","items":{"type":"string"}}}`, `[{"rule":"self.l.all(a, self.l.all(b, a == b))"}]`), `estimated rule cost exceeds budget`},

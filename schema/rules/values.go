@@ -148,32 +148,37 @@ var (
 	_ traits.FieldTester = (*object)(nil)
 )
 
-func (o *object) Get(index ref.Val) ref.Val {
+// field is the declared field index names, or the error of reading it.
+func (o *object) field(index ref.Val) (*field, ref.Val) {
 	name, ok := index.(types.String)
 	if !ok {
-		return types.ValOrErr(index, "no such overload")
+		return nil, types.ValOrErr(index, "no such overload")
 	}
 	f, ok := o.n.fields[string(name)]
 	if !ok {
-		return types.NewErr("no such key: %s", name)
+		return nil, types.NewErr("no such key: %s", name)
+	}
+	return f, nil
+}
+
+func (o *object) Get(index ref.Val) ref.Val {
+	f, errVal := o.field(index)
+	if f == nil {
+		return errVal
 	}
 	v, ok := o.m[f.json]
 	if !ok {
-		return types.NewErr("no such key: %s", name)
+		return types.NewErr("no such key: %s", index)
 	}
 	return value(v, f.n)
 }
 
 func (o *object) IsSet(index ref.Val) ref.Val {
-	name, ok := index.(types.String)
-	if !ok {
-		return types.ValOrErr(index, "no such overload")
+	f, errVal := o.field(index)
+	if f == nil {
+		return errVal
 	}
-	f, ok := o.n.fields[string(name)]
-	if !ok {
-		return types.NewErr("no such key: %s", name)
-	}
-	_, ok = o.m[f.json]
+	_, ok := o.m[f.json]
 	return types.Bool(ok)
 }
 
