@@ -82,23 +82,28 @@ func pathString(p *meta.Path) string {
 }
 
 // compileTree compiles the rules of n and of every level under it.
-// cardinality is how many times n's level may occur in one object.
-func (c *compiler) compileTree(n *node, path *meta.Path, cardinality float64) {
+// cardinality is how many times n's level may occur in one object;
+// uncorrelated, when not nil, is the atomic list above n whose elements
+// have no old value to compare with.
+func (c *compiler) compileTree(n *node, path *meta.Path, cardinality float64, uncorrelated *meta.Path) {
 	if n == nil || n.s == nil {
 		return
 	}
 	for i, r := range n.s.XValidations {
-		c.compileRule(n, path, i, r, cardinality)
+		c.compileRule(n, path, i, r, cardinality, uncorrelated)
 	}
 	for _, f := range n.fields {
-		c.compileTree(f.n, path.Child(f.json), cardinality)
+		c.compileTree(f.n, path.Child(f.json), cardinality, uncorrelated)
 	}
 	if n.elem != nil {
 		child := path.Index(0)
-		if n.typ.Kind() == types.MapKind {
+		switch {
+		case n.typ.Kind() == types.MapKind:
 			child = path.Key("*")
+		case uncorrelated == nil && n.s.ListType() == schema.ListTypeAtomic:
+			uncorrelated = path
 		}
-		c.compileTree(n.elem, child, cardinality*bound(n))
+		c.compileTree(n.elem, child, cardinality*bound(n), uncorrelated)
 	}
 	for _, f := range n.fields {
 		n.rulesBelow = n.rulesBelow || f.n.rulesBelow
@@ -112,7 +117,7 @@ func (c *compiler) compileTree(n *node, path *meta.Path, cardinality float64) {
 }
 
 // compileRule compiles rule i of n and checks its estimated cost.
-func (c *compiler) compileRule(n *node, path *meta.Path, i int, src schema.ValidationRule, cardinality float64) {
+func (c *compiler) compileRule(n *node, path *meta.Path, i int, src schema.ValidationRule, cardinality float64, uncorrelated *meta.Path) {
 	optional := src.OptionalOldSelf != nil && *src.OptionalOldSelf
 	oldType := n.typ
 	if optional {
@@ -143,6 +148,10 @@ func (c *compiler) compileRule(n *node, path *meta.Path, i int, src schema.Valid
 		return
 	}
 	r.transition = usesOldSelf(ast)
+	if r.transition && uncorrelated != nil {
+		c.compileErr(path, i, "rule: Invalid value: %q: oldSelf cannot be used on the uncorrelatable portion of the schema within %s", src.Rule, pathString(uncorrelated))
+		return
+	}
 	if optional && !r.transition {
 		c.compileErr(path, i, "optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule")
 		return

@@ -51,7 +51,7 @@ func Compile(s *schema.Schema, limits Limits) (*Validator, error) {
 		return nil, fmt.Errorf("rules: CEL environment: %w", err)
 	}
 	c.base = base
-	c.compileTree(root, nil, 1)
+	c.compileTree(root, nil, 1, nil)
 	if len(c.errs) == 0 && c.total > float64(limits.PerType) {
 		c.errs = append(c.errs, fmt.Sprintf("x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of %s (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)",
 			factor(c.total, float64(limits.PerType))))

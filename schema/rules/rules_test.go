@@ -170,6 +170,8 @@ func TestCompileErrors(t *testing.T) {
 		{spec(`{"x":{"type":"integer"}}`, `[{"rule":"self.x > 0","fieldPath":".y"}]`), `fieldPath: Invalid value: ".y"`},
 		{spec(`{"x":{"type":"integer"}}`, `[{"rule":"self.x > 0","optionalOldSelf":true}]`), `optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule`},
 		{spec(`{"l":{"type":"array","items":{"type":"string"}}}`, `[{"rule":"self.l.all(a, self.l.all(b, a == b))"}]`), `estimated rule cost exceeds budget`},
+		{spec(`{"l":{"type":"array","maxItems":5,"items":{"type":"string","maxLength":5,"x-kubernetes-validations":[{"rule":"self == oldSelf"}]}}}`, ``),
+			`spec.l[0]: x-kubernetes-validations[0]: rule: Invalid value: "self == oldSelf": oldSelf cannot be used on the uncorrelatable portion of the schema within spec.l`},
 	} {
 		_, err := Compile(mustSchema(t, tc.schema), Limits{})
 		if err == nil || !IsCompileError(err) || !strings.Contains(err.Error(), tc.want) {
