@@ -44,7 +44,7 @@ func TestValidationRules(t *testing.T) {
 		}
 	}
 	body := `{"apiVersion":"example.dev/v1","kind":"Gadget","metadata":{"name":"g"},"spec":{"replicas":5,"maxReplicas":3,"mode":"a"}}`
-	invalid(do(t, ts, "POST", path, body), `Gadget.example.dev "g" is invalid: spec.replicas: Invalid value: "object": replicas must not exceed maxReplicas`)
+	invalid(do(t, ts, "POST", path, body), `Gadget.example.dev "g" is invalid: spec.replicas: Invalid value: replicas must not exceed maxReplicas`)
 	invalid(do(t, ts, "POST", path+"?dryRun=All", body), "replicas must not exceed maxReplicas")
 	ok := strings.Replace(body, `"replicas":5`, `"replicas":2`, 1)
 	if r := do(t, ts, "POST", path, ok); r.code != 201 {
@@ -52,7 +52,7 @@ func TestValidationRules(t *testing.T) {
 	}
 	invalid(do(t, ts, "PATCH", path+"/g", `{"spec":{"replicas":9}}`, "Content-Type", "application/merge-patch+json"), "replicas must not exceed maxReplicas")
 	invalid(do(t, ts, "PATCH", path+"/g", `[{"op":"replace","path":"/spec/mode","value":"b"}]`, "Content-Type", "application/json-patch+json"),
-		`spec.mode: Invalid value: "string": mode is immutable`)
+		`spec.mode: Invalid value: "b": mode is immutable`)
 	invalid(do(t, ts, "PATCH", path+"/g?fieldManager=me&force=true", `{"apiVersion":"example.dev/v1","kind":"Gadget","metadata":{"name":"g"},"spec":{"mode":"c"}}`,
 		"Content-Type", "application/apply-patch+yaml"), "mode is immutable")
 	cur := do(t, ts, "GET", path+"/g", "").object(t)
@@ -70,7 +70,8 @@ func TestValidationRules(t *testing.T) {
 }
 
 // TestValidationRulesRatchet: a rule added after an object was stored does
-// not lock it: updates that leave the failing value alone go through.
+// not lock it: updates that leave the failing value alone go through, with
+// a warning.
 func TestValidationRulesRatchet(t *testing.T) {
 	api, ts := newTestServer(t)
 	loose := strings.Replace(ruledSchema, `"properties":{"replicas":{"type":"integer"}`, `"properties":{"replicas":{"type":"integer","x-kubernetes-validations":[{"rule":"self < 100"}]}`, 1)
@@ -85,10 +86,15 @@ func TestValidationRulesRatchet(t *testing.T) {
 	if err := api.Register(ruledGadgets(t, strict)); err != nil {
 		t.Fatal(err)
 	}
-	if r := do(t, ts, "PATCH", path+"/g", `{"metadata":{"labels":{"a":"b"}}}`, "Content-Type", "application/merge-patch+json"); r.code != 200 {
+	r := do(t, ts, "PATCH", path+"/g", `{"metadata":{"labels":{"a":"b"}}}`, "Content-Type", "application/merge-patch+json")
+	if r.code != 200 {
 		t.Fatalf("an update that leaves replicas alone: %d %s", r.code, r.body)
 	}
-	r := do(t, ts, "PATCH", path+"/g", `{"spec":{"replicas":40}}`, "Content-Type", "application/merge-patch+json")
+	// As kube-apiserver, the rule the object still breaks is a warning.
+	if w := r.header.Get("Warning"); !strings.Contains(w, "spec.replicas: Invalid value: 50: failed rule: self < 10") {
+		t.Errorf("warning %q", w)
+	}
+	r = do(t, ts, "PATCH", path+"/g", `{"spec":{"replicas":40}}`, "Content-Type", "application/merge-patch+json")
 	if st := r.status(t, 422, "Invalid"); !strings.Contains(st.Message, "failed rule: self < 10") {
 		t.Errorf("changing replicas: %s", st.Message)
 	}
@@ -102,5 +108,22 @@ func TestValidationRulesRegistration(t *testing.T) {
 	err := api.Register(ruledGadgets(t, bad))
 	if err == nil || !strings.Contains(err.Error(), "spec.mode: x-kubernetes-validations[0]: rule") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestValidationRulesAfterSchemaErrors: when the schema already fails in a
+// way rules cannot run on, kube-apiserver reports that instead of running
+// them.
+func TestValidationRulesAfterSchemaErrors(t *testing.T) {
+	api, ts := newTestServer(t)
+	sch := strings.Replace(ruledSchema, `"mode":{"type":"string",`, `"mode":{"type":"string","maxLength":3,`, 1)
+	if err := api.Register(ruledGadgets(t, sch)); err != nil {
+		t.Fatal(err)
+	}
+	r := do(t, ts, "POST", "/apis/example.dev/v1/namespaces/default/gadgets", `{"apiVersion":"example.dev/v1","kind":"Gadget","metadata":{"name":"g"},"spec":{"replicas":5,"maxReplicas":3,"mode":"toolong"}}`)
+	st := r.status(t, 422, "Invalid")
+	want := `Gadget.example.dev "g" is invalid: [spec.mode: Too long: may not be more than 3 bytes, <nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation]`
+	if st.Message != want {
+		t.Errorf("message\n got  %s\n want %s", st.Message, want)
 	}
 }

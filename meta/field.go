@@ -103,6 +103,10 @@ type FieldError struct {
 // omitValue is a BadValue that is not rendered.
 type omitValue struct{}
 
+// Omitted is a BadValue that is not rendered: "Invalid value: <detail>", as
+// Kubernetes reports a failed rule on an object or a list.
+func Omitted() any { return omitValue{} }
+
 // Error renders the error as "<field>: <body>", the way Kubernetes does.
 func (e *FieldError) Error() string {
 	return e.Field + ": " + e.ErrorBody()

@@ -42,7 +42,7 @@ func (s *Store) Create(ctx context.Context, ns string, obj Object, opts WriteOpt
 	}
 	obj = areq.Object
 	s.manageFields(nil, obj, obj, opts)
-	if errs := s.validate(ctx, obj, nil); len(errs) > 0 {
+	if errs, _ := s.validate(ctx, obj, nil); len(errs) > 0 {
 		return nil, s.invalid(name, errs)
 	}
 	if err := s.admit(ctx, false, areq); err != nil {

@@ -129,8 +129,10 @@ func fieldProblems(kind meta.GroupVersionKind, level string, problems []string) 
 	return problems, nil
 }
 
-// validate runs metadata, schema and strategy validation.
-func (s *Store) validate(ctx context.Context, obj, old Object) meta.ErrorList {
+// validate runs metadata, schema, rule and strategy validation; the
+// warnings are rules an update did not break but that the object still
+// fails where the update left it unchanged.
+func (s *Store) validate(ctx context.Context, obj, old Object) (meta.ErrorList, []string) {
 	res := s.res
 	md := obj["metadata"].(map[string]any)
 	nameRule := res.Options.NameValidation
@@ -138,8 +140,19 @@ func (s *Store) validate(ctx context.Context, obj, old Object) meta.ErrorList {
 		nameRule = meta.IsDNS1123Subdomain
 	}
 	errs := meta.ValidateObjectMeta(md, res.Namespaced, nameRule, meta.NewPath("metadata"))
-	errs = append(errs, schemaValidate(obj, old, res.Schema)...)
-	errs = append(errs, res.rules.Validate(ctx, obj, old)...)
+	schemaErrs := schemaValidate(obj, old, res.Schema)
+	errs = append(errs, schemaErrs...)
+	var warnings []string
+	if !res.rules.Empty() {
+		if blockingError(schemaErrs) {
+			// Rules assume the schema holds: kube-apiserver does not run them.
+			errs = append(errs, meta.Invalid(meta.NewPath("<nil>"), nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"))
+		} else {
+			var ruleErrs meta.ErrorList
+			ruleErrs, warnings = res.rules.Validate(ctx, obj, old)
+			errs = append(errs, ruleErrs...)
+		}
+	}
 	if old == nil {
 		if h := res.Strategy.Validate; h != nil {
 			errs = append(errs, h(ctx, obj)...)
@@ -149,7 +162,21 @@ func (s *Store) validate(ctx context.Context, obj, old Object) meta.ErrorList {
 	} else if h := res.Strategy.Validate; h != nil {
 		errs = append(errs, h(ctx, obj)...)
 	}
-	return errs
+	return errs, warnings
+}
+
+// blockingError reports whether schema validation found an error that
+// keeps the rules from running, as kube-apiserver decides: a missing,
+// unsupported, too long or mistyped value, or too many items.
+func blockingError(errs meta.ErrorList) bool {
+	for _, e := range errs {
+		switch e.Type {
+		case meta.CauseTypeFieldValueNotSupported, meta.CauseTypeFieldValueRequired, meta.CauseTypeFieldValueTooLong,
+			meta.CauseTypeTooMany, meta.CauseTypeTypeInvalid:
+			return true
+		}
+	}
+	return false
 }
 
 // invalid is the answer to an object that fails validation: 422 Invalid,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/kapi-dev/kapi/meta"
 	"github.com/kapi-dev/kapi/storage"
@@ -90,10 +91,11 @@ func (s *Store) replace(ctx context.Context, ns, name string, obj Object, cur st
 	}
 	areq := &AdmissionRequest{Operation: OperationUpdate, Subresource: opts.Subresource, Namespace: ns, Name: name,
 		Object: s.updated(ctx, obj, old, opts.Subresource), OldObject: old, DryRun: opts.DryRun}
-	next, err := s.admitUpdate(ctx, areq, obj, opts)
+	next, ratcheted, err := s.admitUpdate(ctx, areq, obj, opts)
 	if err != nil {
 		return nil, err
 	}
+	warnings = append(slices.Clip(warnings), ratcheted...) // a retried attempt must not write into the caller's slice
 	enc, err := encodeStoredInto(buf, next)
 	if err != nil {
 		return nil, meta.NewInternalError(err)
@@ -163,23 +165,24 @@ func (s *Store) updated(ctx context.Context, obj, old Object, subresource string
 
 // admitUpdate runs an update's mutating admission, field management,
 // validation and validating admission, and returns the object to write.
-func (s *Store) admitUpdate(ctx context.Context, areq *AdmissionRequest, obj Object, opts WriteOptions) (Object, error) {
+func (s *Store) admitUpdate(ctx context.Context, areq *AdmissionRequest, obj Object, opts WriteOptions) (Object, []string, error) {
 	if err := s.admit(ctx, true, areq); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	next, old := areq.Object, areq.OldObject
 	s.manageFields(old, next, obj, opts)
 	errs := checkFinalizersOnUpdate(next, old)
+	var warnings []string
 	if len(errs) == 0 {
-		errs = s.validate(ctx, next, old)
+		errs, warnings = s.validate(ctx, next, old)
 	}
 	if len(errs) > 0 {
-		return nil, s.invalid(areq.Name, errs)
+		return nil, nil, s.invalid(areq.Name, errs)
 	}
 	if err := s.admit(ctx, false, areq); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return next, nil
+	return next, warnings, nil
 }
 
 // manageFields sets next's metadata.managedFields for a write (the one

@@ -31,7 +31,7 @@ func BenchmarkValidate(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if errs := v.Validate(context.Background(), obj, nil); len(errs) > 0 {
+				if errs, _ := v.Validate(context.Background(), obj, nil); len(errs) > 0 {
 					b.Fatal(errs)
 				}
 			}

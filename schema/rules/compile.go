@@ -107,11 +107,9 @@ func (c *compiler) compileTree(n *node, path *meta.Path, cardinality float64, un
 	}
 	for _, f := range n.fields {
 		n.rulesBelow = n.rulesBelow || f.n.rulesBelow
-		n.transitionBelow = n.transitionBelow || f.n.transitionBelow
 	}
 	if n.elem != nil {
 		n.rulesBelow = n.rulesBelow || n.elem.rulesBelow
-		n.transitionBelow = n.transitionBelow || n.elem.transitionBelow
 	}
 	n.rulesBelow = n.rulesBelow || len(n.rules) > 0
 }
@@ -167,7 +165,6 @@ func (c *compiler) compileRule(n *node, path *meta.Path, i int, src schema.Valid
 		return
 	}
 	n.rules = append(n.rules, r)
-	n.transitionBelow = n.transitionBelow || r.transition
 }
 
 // compileMessage compiles the rule's messageExpression, which must be a

@@ -42,7 +42,8 @@ func FuzzRules(f *testing.F) {
 		if p, ok := decodeFuzz(old); ok {
 			prev = p
 		}
-		for _, e := range v.Validate(context.Background(), o, prev) {
+		errs, _ := v.Validate(context.Background(), o, prev)
+		for _, e := range errs {
 			if e.Field == "" || e.Type == "" || strings.Contains(e.Error(), "panic") {
 				t.Fatalf("bad error %+v", e)
 			}

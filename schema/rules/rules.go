@@ -84,14 +84,15 @@ func (v *Validator) Empty() bool { return v == nil || !v.root.rulesBelow }
 
 // Validate evaluates the rules on obj, a whole object (old is its stored
 // version on an update, nil on a create), and returns one error per failed
-// rule at its field path. On an update, rules that do not read oldSelf are
-// not evaluated where the value is unchanged (ratcheting: an object already
-// stored never fails a rule for what its update did not touch), and
-// transition rules run only where an old value exists. The evaluations of
-// one call share a cost budget (Limits.PerObject).
-func (v *Validator) Validate(ctx context.Context, obj, old map[string]any) meta.ErrorList {
+// rule at its field path. On an update a rule that does not read oldSelf
+// and fails where the value at its level is unchanged is a warning, not an
+// error (ratcheting: an object already stored never fails a rule for what
+// its update did not touch), as Kubernetes reports it; transition rules run
+// only where an old value exists. The evaluations of one call share a cost
+// budget (Limits.PerObject).
+func (v *Validator) Validate(ctx context.Context, obj, old map[string]any) (errs meta.ErrorList, warnings []string) {
 	if v.Empty() {
-		return nil
+		return nil, nil
 	}
 	w := &walk{ctx: ctx, budget: v.limits.PerObject}
 	var oldV any
@@ -99,15 +100,16 @@ func (v *Validator) Validate(ctx context.Context, obj, old map[string]any) meta.
 		oldV = old
 	}
 	w.visit(v.root, obj, oldV, old != nil, nil)
-	return w.errs
+	return w.errs, w.warnings
 }
 
 // walk is one validation: the errors so far and the budget left.
 type walk struct {
-	ctx    context.Context
-	budget uint64
-	spent  bool // the budget ran out: nothing more is evaluated
-	errs   meta.ErrorList
+	ctx      context.Context
+	budget   uint64
+	spent    bool // the budget ran out: nothing more is evaluated
+	errs     meta.ErrorList
+	warnings []string
 }
 
 // visit evaluates the rules of level n on val (old, when hasOld, is its
@@ -117,18 +119,15 @@ func (w *walk) visit(n *node, val, old any, hasOld bool, path *meta.Path) {
 		return
 	}
 	unchanged := hasOld && meta.DeepEqual(val, old)
-	if unchanged && !n.transitionBelow {
-		return // ratcheting: nothing here can fail because of this write
-	}
 	for _, r := range n.rules {
-		if (r.transition && !hasOld && !r.optional) || (unchanged && !r.transition) {
+		if r.transition && !hasOld && !r.optional {
 			continue
 		}
 		if w.ctx.Err() != nil {
 			w.spent = true // the request is over: its answer no longer matters
 			return
 		}
-		w.evaluate(n, r, val, old, hasOld, path)
+		w.evaluate(n, r, val, old, hasOld, unchanged && !r.transition, path)
 		if w.spent {
 			return
 		}
@@ -142,7 +141,7 @@ func (w *walk) descend(n *node, val, old any, hasOld bool, path *meta.Path) {
 	case map[string]any:
 		om, _ := old.(map[string]any)
 		if n.fields != nil {
-			for _, f := range n.fields {
+			for _, f := range n.order {
 				if v, ok := x[f.json]; ok {
 					ov, ook := om[f.json]
 					w.visit(f.n, v, ov, hasOld && ook, path.Child(f.json))
@@ -163,8 +162,9 @@ func (w *walk) descend(n *node, val, old any, hasOld bool, path *meta.Path) {
 	}
 }
 
-// evaluate runs one rule and records its failure.
-func (w *walk) evaluate(n *node, r *rule, val, old any, hasOld bool, path *meta.Path) {
+// evaluate runs one rule and records its failure, as a warning when
+// ratcheted.
+func (w *walk) evaluate(n *node, r *rule, val, old any, hasOld, ratcheted bool, path *meta.Path) {
 	vars := &activation{self: value(val, n)}
 	switch {
 	case r.optional && hasOld:
@@ -179,12 +179,34 @@ func (w *walk) evaluate(n *node, r *rule, val, old any, hasOld bool, path *meta.
 		return
 	}
 	if err != nil {
-		w.fail(n, r, path, fmt.Sprintf("%s: %v", ruleMessage(r), err), true)
+		w.evalError(n, r, path, err)
 		return
 	}
-	if out != types.True {
-		w.fail(n, r, path, w.message(n, r, vars, path), false)
+	if out == types.True {
+		return
 	}
+	e := w.failure(n, r, val, path, w.message(n, r, vars, path))
+	if ratcheted {
+		w.warnings = append(w.warnings, e.Error())
+		return
+	}
+	w.errs = append(w.errs, e)
+}
+
+// evalError records a rule that could not be evaluated, in Kubernetes'
+// words; past its per-call cost limit nothing more is evaluated.
+func (w *walk) evalError(n *node, r *rule, path *meta.Path, err error) {
+	msg := err.Error()
+	switch {
+	case strings.HasPrefix(msg, "no such overload"):
+		msg = fmt.Sprintf("'%v': call arguments did not match a supported operator, function or macro signature for rule: %v", err, ruleErrorString(r))
+	case strings.HasPrefix(msg, "operation cancelled: actual cost limit exceeded"):
+		msg = fmt.Sprintf("'%v': no further validation rules will be run due to call cost exceeds limit for rule: %v", err, ruleErrorString(r))
+		w.spent = true
+	default:
+		msg = fmt.Sprintf("%v evaluating rule: %v", err, ruleErrorString(r))
+	}
+	w.errs = append(w.errs, meta.Invalid(orRoot(path), schemaType(n), msg))
 }
 
 // activation binds self and oldSelf without a map.
@@ -214,7 +236,7 @@ func (w *walk) charge(r *rule, details *cel.EvalDetails, n *node, path *meta.Pat
 	}
 	if cost > w.budget {
 		w.spent = true
-		w.errs = append(w.errs, meta.Invalid(path, typeName(n), "validation failed due to running out of cost budget, no further validation rules will be run"))
+		w.errs = append(w.errs, meta.Invalid(orRoot(path), schemaType(n), "validation failed due to running out of cost budget, no further validation rules will be run"))
 		return false
 	}
 	w.budget -= cost
@@ -241,38 +263,52 @@ func ruleMessage(r *rule) string {
 	if m := strings.TrimSpace(r.src.Message); m != "" {
 		return m
 	}
-	return "failed rule: " + strings.TrimSpace(r.src.Rule)
+	return "failed rule: " + ruleErrorString(r)
+}
+
+// ruleErrorString names a rule in errors: its message, or its expression.
+func ruleErrorString(r *rule) string {
+	if m := strings.TrimSpace(r.src.Message); m != "" {
+		return m
+	}
+	return strings.TrimSpace(r.src.Rule)
 }
 
 // rootPath is where Kubernetes reports a failed rule of the root level.
 var rootPath = meta.NewPath("<nil>")
 
-// fail records a failed rule as its reason's field error.
-func (w *walk) fail(n *node, r *rule, path *meta.Path, msg string, evalErr bool) {
-	path = appendPath(path, r.fieldPath)
+func orRoot(path *meta.Path) *meta.Path {
 	if path == nil {
-		path = rootPath
+		return rootPath
 	}
-	if evalErr {
-		w.errs = append(w.errs, meta.Invalid(path, typeName(n), msg))
-		return
+	return path
+}
+
+// failure is the field error of a failed rule, by its reason: the value is
+// shown for scalars, left out for objects and lists, as Kubernetes does.
+func (w *walk) failure(n *node, r *rule, val any, path *meta.Path, msg string) *meta.FieldError {
+	path = orRoot(appendPath(path, r.fieldPath))
+	if t := schemaType(n); t == "object" || t == "array" {
+		val = meta.Omitted()
 	}
 	switch r.reason {
 	case meta.CauseTypeFieldValueForbidden:
-		w.errs = append(w.errs, meta.Forbidden(path, msg))
+		return meta.Forbidden(path, msg)
 	case meta.CauseTypeFieldValueRequired:
-		w.errs = append(w.errs, meta.Required(path, msg))
+		return meta.Required(path, msg)
 	case meta.CauseTypeFieldValueDuplicate:
-		w.errs = append(w.errs, meta.Duplicate(path, typeName(n)))
-	default:
-		w.errs = append(w.errs, meta.Invalid(path, typeName(n), msg))
+		return meta.Duplicate(path, val)
 	}
+	return meta.Invalid(path, val, msg)
 }
 
-// typeName is the value Kubernetes shows for a failed rule: the level's
-// schema type.
-func typeName(n *node) string {
-	if n.s == nil || n.s.Type == "" {
+// schemaType is the schema type of level n ("" for int-or-string and
+// values without a type), which Kubernetes shows for errors of a rule.
+func schemaType(n *node) string {
+	if n.s == nil {
+		return ""
+	}
+	if n.s.Type == "" && n.fields != nil {
 		return "object"
 	}
 	return n.s.Type

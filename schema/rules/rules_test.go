@@ -62,24 +62,24 @@ func TestRules(t *testing.T) {
 			spec(`{"minReplicas":{"type":"integer"},"replicas":{"type":"integer"},"maxReplicas":{"type":"integer"}}`,
 				`[{"rule":"self.minReplicas <= self.replicas && self.replicas <= self.maxReplicas","message":"replicas should be in the range minReplicas..maxReplicas."}]`),
 			`{"spec":{"minReplicas":1,"replicas":5,"maxReplicas":3}}`, "",
-			`spec: Invalid value: "object": replicas should be in the range minReplicas..maxReplicas.`},
+			`spec: Invalid value: replicas should be in the range minReplicas..maxReplicas.`},
 		{"replicas in range holds",
 			spec(`{"minReplicas":{"type":"integer"},"replicas":{"type":"integer"},"maxReplicas":{"type":"integer"}}`,
 				`[{"rule":"self.minReplicas <= self.replicas && self.replicas <= self.maxReplicas"}]`),
 			`{"spec":{"minReplicas":1,"replicas":2,"maxReplicas":3}}`, "", ``},
 		{"default message",
 			spec(`{"x":{"type":"string"}}`, `[{"rule":"self.x.startsWith('a')"}]`),
-			`{"spec":{"x":"b"}}`, "", `spec: Invalid value: "object": failed rule: self.x.startsWith('a')`},
+			`{"spec":{"x":"b"}}`, "", `spec: Invalid value: failed rule: self.x.startsWith('a')`},
 		{"missing field is an evaluation error",
 			spec(`{"x":{"type":"string"}}`, `[{"rule":"self.x == 'a'"}]`),
-			`{"spec":{}}`, "", `spec: Invalid value: "object": failed rule: self.x == 'a': no such key: x`},
+			`{"spec":{}}`, "", `spec: Invalid value: "object": no such key: x evaluating rule: self.x == 'a'`},
 		{"has() guards",
 			spec(`{"x":{"type":"string"}}`, `[{"rule":"!has(self.x) || self.x == 'a'"}]`),
 			`{"spec":{}}`, "", ``},
 		{"messageExpression",
 			spec(`{"x":{"type":"integer"},"maxLimit":{"type":"integer"},"unit":{"type":"string","maxLength":8}}`,
 				`[{"rule":"self.x <= self.maxLimit","messageExpression":"'x exceeded its max limit, in ' + self.unit"}]`),
-			`{"spec":{"x":5,"maxLimit":3,"unit":"pods"}}`, "", `spec: Invalid value: "object": x exceeded its max limit, in pods`},
+			`{"spec":{"x":5,"maxLimit":3,"unit":"pods"}}`, "", `spec: Invalid value: x exceeded its max limit, in pods`},
 		{"reason and fieldPath",
 			spec(`{"x":{"type":"integer"}}`, `[{"rule":"self.x >= 0","message":"x must not be negative","reason":"FieldValueForbidden","fieldPath":".x"}]`),
 			`{"spec":{"x":-1}}`, "", `spec.x: Forbidden: x must not be negative`},
@@ -88,53 +88,54 @@ func TestRules(t *testing.T) {
 			`{"spec":{"name":"a"}}`, "", ``},
 		{"immutable",
 			`{"type":"object","properties":{"spec":{"type":"object","properties":{"name":{"type":"string","x-kubernetes-validations":[{"rule":"self == oldSelf","message":"Value is immutable"}]}}}}}`,
-			`{"spec":{"name":"b"}}`, `{"spec":{"name":"a"}}`, `spec.name: Invalid value: "string": Value is immutable`},
+			`{"spec":{"name":"b"}}`, `{"spec":{"name":"a"}}`, `spec.name: Invalid value: "b": Value is immutable`},
 		{"optionalOldSelf runs on creates",
 			spec(`{"x":{"type":"integer"}}`, `[{"rule":"!oldSelf.hasValue() || self.x >= oldSelf.value().x","optionalOldSelf":true,"message":"x may only grow"},{"rule":"oldSelf.hasValue() || self.x == 0","optionalOldSelf":true,"message":"x starts at 0"}]`),
-			`{"spec":{"x":1}}`, "", `spec: Invalid value: "object": x starts at 0`},
+			`{"spec":{"x":1}}`, "", `spec: Invalid value: x starts at 0`},
 		{"optionalOldSelf on updates",
 			spec(`{"x":{"type":"integer"}}`, `[{"rule":"!oldSelf.hasValue() || self.x >= oldSelf.value().x","optionalOldSelf":true,"message":"x may only grow"}]`),
-			`{"spec":{"x":1}}`, `{"spec":{"x":2}}`, `spec: Invalid value: "object": x may only grow`},
+			`{"spec":{"x":1}}`, `{"spec":{"x":2}}`, `spec: Invalid value: x may only grow`},
 		{"map values",
 			spec(`{"limits":{"type":"object","maxProperties":100,"additionalProperties":{"type":"integer"},"x-kubernetes-validations":[{"rule":"self.all(k, self[k] > 0)"}]}}`, ``),
-			`{"spec":{"limits":{"a":1,"b":0}}}`, "", `spec.limits: Invalid value: "object": failed rule: self.all(k, self[k] > 0)`},
+			`{"spec":{"limits":{"a":1,"b":0}}}`, "", `spec.limits: Invalid value: failed rule: self.all(k, self[k] > 0)`},
 		{"list items",
 			spec(`{"items":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"}},"x-kubernetes-validations":[{"rule":"self.name.startsWith('a')"}]}}}`, ``),
-			`{"spec":{"items":[{"name":"ab"},{"name":"b"}]}}`, "", `spec.items[1]: Invalid value: "object": failed rule: self.name.startsWith('a')`},
+			`{"spec":{"items":[{"name":"ab"},{"name":"b"}]}}`, "", `spec.items[1]: Invalid value: failed rule: self.name.startsWith('a')`},
 		{"sets",
 			spec(`{"set1":{"type":"array","maxItems":100,"items":{"type":"string"}},"set2":{"type":"array","maxItems":100,"items":{"type":"string"}}}`, `[{"rule":"self.set1.all(e, !(e in self.set2))"}]`),
-			`{"spec":{"set1":["a"],"set2":["b","a"]}}`, "", `spec: Invalid value: "object": failed rule: self.set1.all(e, !(e in self.set2))`},
+			`{"spec":{"set1":["a"],"set2":["b","a"]}}`, "", `spec: Invalid value: failed rule: self.set1.all(e, !(e in self.set2))`},
 		{"escaped names",
 			spec(`{"foo-bar":{"type":"string"},"namespace":{"type":"string"}}`, `[{"rule":"self.foo__dash__bar == self.__namespace__"}]`),
-			`{"spec":{"foo-bar":"a","namespace":"b"}}`, "", `spec: Invalid value: "object": failed rule: self.foo__dash__bar == self.__namespace__`},
+			`{"spec":{"foo-bar":"a","namespace":"b"}}`, "", `spec: Invalid value: failed rule: self.foo__dash__bar == self.__namespace__`},
 		{"root sees name",
 			`{"type":"object","x-kubernetes-validations":[{"rule":"self.metadata.name.startsWith('ok')"}],"properties":{"spec":{"type":"object"}}}`,
-			`{"metadata":{"name":"bad","namespace":"x"},"spec":{}}`, "", `<nil>: Invalid value: "object": failed rule: self.metadata.name.startsWith('ok')`},
+			`{"metadata":{"name":"bad","namespace":"x"},"spec":{}}`, "", `<nil>: Invalid value: failed rule: self.metadata.name.startsWith('ok')`},
 		{"set lists compare as sets",
 			spec(`{"s":{"type":"array","x-kubernetes-list-type":"set","items":{"type":"string"},"x-kubernetes-validations":[{"rule":"self == oldSelf","message":"immutable"}]}}`, ``),
 			`{"spec":{"s":["a","b"]}}`, `{"spec":{"s":["b","a"]}}`, ``},
 		{"durations and times",
 			spec(`{"d":{"type":"string","format":"duration"},"t":{"type":"string","format":"date-time"}}`, `[{"rule":"self.d > duration('1m') && self.t < timestamp('2030-01-01T00:00:00Z')"}]`),
-			`{"spec":{"d":"30s","t":"2026-01-01T00:00:00Z"}}`, "", `spec: Invalid value: "object": failed rule: self.d > duration('1m') && self.t < timestamp('2030-01-01T00:00:00Z')`},
+			`{"spec":{"d":"30s","t":"2026-01-01T00:00:00Z"}}`, "", `spec: Invalid value: failed rule: self.d > duration('1m') && self.t < timestamp('2030-01-01T00:00:00Z')`},
 		{"int-or-string",
 			spec(`{"port":{"x-kubernetes-int-or-string":true}}`, `[{"rule":"type(self.port) == int ? self.port > 0 : self.port != ''"}]`),
-			`{"spec":{"port":0}}`, "", `spec: Invalid value: "object": failed rule: type(self.port) == int ? self.port > 0 : self.port != ''`},
+			`{"spec":{"port":0}}`, "", `spec: Invalid value: failed rule: type(self.port) == int ? self.port > 0 : self.port != ''`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v, err := Compile(mustSchema(t, tc.schema), Limits{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := rendered(v.Validate(context.Background(), mustObj(t, tc.obj), mustObj(t, tc.old))); got != tc.want {
+			errs, _ := v.Validate(context.Background(), mustObj(t, tc.obj), mustObj(t, tc.old))
+			if got := rendered(errs); got != tc.want {
 				t.Errorf("got  %s\nwant %s", got, tc.want)
 			}
 		})
 	}
 }
 
-// TestRatcheting: on an update a rule is not evaluated where the value at
-// its level is unchanged, so a rule added after an object was stored does
-// not lock it; where the value changed it is.
+// TestRatcheting: on an update a rule that fails where the value at its
+// level is unchanged is a warning, so a rule added after an object was
+// stored does not lock it; where the value changed it is an error.
 func TestRatcheting(t *testing.T) {
 	v, err := Compile(mustSchema(t, spec(`{"replicas":{"type":"integer","x-kubernetes-validations":[{"rule":"self <= 10"}]},"note":{"type":"string"},
 		"ports":{"type":"array","maxItems":10,"x-kubernetes-list-type":"map","x-kubernetes-list-map-keys":["name"],"items":{"type":"object","properties":{"name":{"type":"string","maxLength":10},"port":{"type":"integer"}},
@@ -143,14 +144,21 @@ func TestRatcheting(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := mustObj(t, `{"spec":{"replicas":20,"note":"a","ports":[{"name":"x","port":5000},{"name":"y","port":1}]}}`)
-	for _, tc := range []struct{ obj, want string }{
-		{`{"spec":{"replicas":20,"note":"b","ports":[{"name":"y","port":1},{"name":"x","port":5000}]}}`, ``},
-		{`{"spec":{"replicas":30,"note":"b","ports":[{"name":"x","port":5000}]}}`, `spec.replicas: Invalid value: "integer": failed rule: self <= 10`},
+	for _, tc := range []struct{ obj, errs, warnings string }{
+		{`{"spec":{"replicas":20,"note":"b","ports":[{"name":"y","port":1},{"name":"x","port":5000}]}}`, ``,
+			`spec.ports[1]: Invalid value: failed rule: self.port < 1000` + "\n" + `spec.replicas: Invalid value: 20: failed rule: self <= 10`},
+		{`{"spec":{"replicas":30,"note":"b","ports":[{"name":"x","port":5000}]}}`, `spec.replicas: Invalid value: 30: failed rule: self <= 10`,
+			`spec.ports[0]: Invalid value: failed rule: self.port < 1000`},
 		{`{"spec":{"replicas":20,"ports":[{"name":"x","port":5001},{"name":"z","port":2000}]}}`,
-			`spec.ports[0]: Invalid value: "object": failed rule: self.port < 1000` + "\n" + `spec.ports[1]: Invalid value: "object": failed rule: self.port < 1000`},
+			`spec.ports[0]: Invalid value: failed rule: self.port < 1000` + "\n" + `spec.ports[1]: Invalid value: failed rule: self.port < 1000`,
+			`spec.replicas: Invalid value: 20: failed rule: self <= 10`},
 	} {
-		if got := rendered(v.Validate(context.Background(), mustObj(t, tc.obj), old)); got != tc.want {
-			t.Errorf("%s:\n got  %s\n want %s", tc.obj, got, tc.want)
+		errs, warnings := v.Validate(context.Background(), mustObj(t, tc.obj), old)
+		if got := rendered(errs); got != tc.errs {
+			t.Errorf("%s errors:\n got  %s\n want %s", tc.obj, got, tc.errs)
+		}
+		if got := strings.Join(warnings, "\n"); got != tc.warnings {
+			t.Errorf("%s warnings:\n got  %s\n want %s", tc.obj, got, tc.warnings)
 		}
 	}
 }
@@ -195,7 +203,7 @@ func TestRuntimeBudget(t *testing.T) {
 	for range 50 {
 		items = append(items, `"ab"`)
 	}
-	errs := v.Validate(context.Background(), mustObj(t, `{"spec":{"l":[`+strings.Join(items, ",")+`]}}`), nil)
+	errs, _ := v.Validate(context.Background(), mustObj(t, `{"spec":{"l":[`+strings.Join(items, ",")+`]}}`), nil)
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "running out of cost budget") {
 		t.Fatalf("got %s", rendered(errs))
 	}

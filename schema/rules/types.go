@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/cel-go/common/types"
@@ -18,12 +19,11 @@ type node struct {
 	s      *schema.Schema
 	typ    *types.Type
 	fields map[string]*field // object fields by (escaped) CEL name
+	order  []*field          // the fields by JSON name: errors come in a stable order
 	elem   *node             // list items or map values
 	rules  []*rule
-	// transitionBelow says a transition rule runs at this level or under
-	// it: an unchanged value whose subtree has none needs no evaluation.
-	transitionBelow bool
-	// rulesBelow says a rule runs at this level or under it.
+	// rulesBelow says a rule runs at this level or under it: a value
+	// whose level has none needs no walk.
 	rulesBelow bool
 }
 
@@ -100,6 +100,10 @@ func (c *compiler) declareObject(n *node, s *schema.Schema, path string, root bo
 			}
 		}
 	}
+	for _, f := range n.fields {
+		n.order = append(n.order, f)
+	}
+	slices.SortFunc(n.order, func(a, b *field) int { return strings.Compare(a.json, b.json) })
 	c.objects[name] = n
 }
 
