@@ -6,8 +6,10 @@
 //	DELETE /types/{name}   stop serving it (its objects stay in storage)
 //	GET    /types          the current definitions
 //
-// The API itself is served under /kube. Definitions are kept in
-// <data-dir>/types.json, so they survive restarts.
+// A definition the server cannot serve (a schema that is not structural, a
+// validation rule that does not compile) is refused with 422 and the reason,
+// and the type stays as it was. The API itself is served under /kube.
+// Definitions are kept in <data-dir>/types.json, so they survive restarts.
 package main
 
 import (
@@ -72,11 +74,18 @@ func (t *types) register(name string, d Definition) error {
 func (t *types) put(name string, d Definition) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if old, ok := t.defs[name]; ok && (old.Group != d.Group || old.Version != d.Version || old.Plural != d.Plural) {
+	old, renamed := t.defs[name]
+	renamed = renamed && (old.Group != d.Group || old.Version != d.Version || old.Plural != d.Plural)
+	if renamed {
 		// A renamed type: the old name stops being served.
 		_ = t.api.Unregister(meta.GroupVersionResource{Group: old.Group, Version: old.Version, Resource: old.Plural})
 	}
 	if err := t.register(name, d); err != nil {
+		if renamed {
+			// Refused (a validation rule that does not compile, say): the
+			// old type goes on being served, as its kept definition says.
+			_ = t.register(name, old)
+		}
 		return err
 	}
 	t.defs[name] = d

@@ -33,24 +33,25 @@ schema:
 const gadgetV2 = gadgetV1 + `        color: {type: string, default: blue}
 `
 
-func TestTypesAtRunTime(t *testing.T) {
-	dir := t.TempDir()
+// openStore opens a Badger store in dir/db, closed when the test ends.
+func openStore(t *testing.T, dir string) *badger.Store {
 	store, err := badger.Open(badger.DefaultOptions(filepath.Join(dir, "db")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
-	typesFile := filepath.Join(dir, "types.json")
-	start := func() (*httptest.Server, func()) {
-		h, api, err := newHandler(context.Background(), slog.New(slog.DiscardHandler), store, typesFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts := httptest.NewServer(h)
-		return ts, func() { ts.Close(); api.Close() }
+	t.Cleanup(func() { store.Close() })
+	return store
+}
+
+// serve runs the example's handler over store and typesFile; call sends it
+// a request and returns the status code and body, stop ends it.
+func serve(t *testing.T, store *badger.Store, typesFile string) (call func(method, path, body string) (int, string), stop func()) {
+	h, api, err := newHandler(context.Background(), slog.New(slog.DiscardHandler), store, typesFile)
+	if err != nil {
+		t.Fatal(err)
 	}
-	ts, stop := start()
-	call := func(method, path, body string) (int, string) {
+	ts := httptest.NewServer(h)
+	call = func(method, path, body string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
@@ -62,6 +63,14 @@ func TestTypesAtRunTime(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
+	return call, func() { ts.Close(); api.Close() }
+}
+
+func TestTypesAtRunTime(t *testing.T) {
+	dir := t.TempDir()
+	store := openStore(t, dir)
+	typesFile := filepath.Join(dir, "types.json")
+	call, stop := serve(t, store, typesFile)
 	gadgets := "/kube/apis/toys.example.com/v1/namespaces/default/gadgets"
 
 	if code, _ := call("GET", gadgets, ""); code != 404 {
@@ -101,7 +110,7 @@ func TestTypesAtRunTime(t *testing.T) {
 
 	// Definitions survive a restart.
 	stop()
-	ts, stop = start()
+	call, stop = serve(t, store, typesFile)
 	if code, body := call("GET", gadgets+"/g2", ""); code != 200 || !strings.Contains(body, `"second"`) {
 		t.Fatalf("after restart: %d %s", code, body)
 	}
@@ -123,4 +132,44 @@ func TestTypesAtRunTime(t *testing.T) {
 		t.Fatalf("objects after re-adding the type: %d %s", code, body)
 	}
 	stop()
+}
+
+// gadgetRules is gadgetV1 with a validation rule on spec.name.
+var gadgetRules = strings.Replace(gadgetV1, "name: {type: string}",
+	`name: {type: string, x-kubernetes-validations: [{rule: "self != 'root'", message: root is reserved}]}`, 1)
+
+// TestRefusedRules: a definition whose validation rule does not compile is
+// refused with the rule's path and the compiler's message, and the type goes
+// on being served as it was, also when the refused definition renames it.
+func TestRefusedRules(t *testing.T) {
+	dir := t.TempDir()
+	store := openStore(t, dir)
+	call, stop := serve(t, store, filepath.Join(dir, "types.json"))
+	defer stop()
+	gadgets := "/kube/apis/toys.example.com/v1/namespaces/default/gadgets"
+	if code, body := call("PUT", "/types/gadgets", gadgetRules); code != 204 {
+		t.Fatalf("add type: %d %s", code, body)
+	}
+	if code, body := call("POST", gadgets, `{"apiVersion":"toys.example.com/v1","kind":"Gadget","metadata":{"name":"g1"},"spec":{"name":"root"}}`); code != 422 || !strings.Contains(body, `"message":"Invalid value: \"string\": root is reserved"`) {
+		t.Fatalf("the rule is not enforced: %d %s", code, body)
+	}
+	if code, body := call("POST", gadgets, `{"apiVersion":"toys.example.com/v1","kind":"Gadget","metadata":{"name":"g1"},"spec":{"name":"first"}}`); code != 201 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	broken := strings.Replace(gadgetRules, "self != 'root'", "self != root", 1)
+	for _, def := range []string{broken, strings.Replace(broken, "plural: gadgets", "plural: gizmos", 1)} {
+		code, body := call("PUT", "/types/gadgets", def)
+		if code != 422 || !strings.Contains(body, `spec.name: x-kubernetes-validations[0]: rule: Invalid value: "self != root": compilation failed: ERROR: <input>:1:9: undeclared reference to 'root'`) {
+			t.Errorf("PUT of a rule that does not compile: %d %s", code, body)
+		}
+		if code, body := call("GET", gadgets+"/g1", ""); code != 200 {
+			t.Errorf("the type after a refused definition: %d %s", code, body)
+		}
+		if code, _ := call("POST", gadgets, `{"apiVersion":"toys.example.com/v1","kind":"Gadget","metadata":{"name":"g2"},"spec":{"name":"root"}}`); code != 422 {
+			t.Errorf("the type's rule after a refused definition: %d", code)
+		}
+	}
+	if code, _ := call("GET", "/kube/apis/toys.example.com/v1/namespaces/default/gizmos", ""); code != 404 {
+		t.Errorf("the refused plural is served: %d", code)
+	}
 }

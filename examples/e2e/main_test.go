@@ -3,8 +3,11 @@
 // RESTMapper, dynamic client), a kubectl built from the Go module proxy, and
 // the helm CLI (helm_test.go), likewise built from the Go module proxy.
 //
-// TestMain builds the server and kubectl once; when the tests run with -race,
-// the server is built with it too. helm is built the first time a test needs
+// The tests of validation rules (rules_test.go) run examples/dynamic instead,
+// which defines types at run time from schemas, as CRDs do.
+//
+// TestMain builds both servers and kubectl once; when the tests run with
+// -race, the servers are built with it too. helm is built the first time a test needs
 // it. The first build of kubectl or helm takes a few minutes (later ones come
 // from the Go build cache); set KAPI_KUBECTL or KAPI_HELM to use a kubectl or
 // helm of your own instead, or pass -short to skip the tests that need them.
@@ -22,6 +25,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,6 +43,7 @@ import (
 var (
 	binDir        string // where TestMain's builds go; removed when the tests end
 	quickstartBin string // path of the built quickstart server
+	dynamicBin    string // path of the built examples/dynamic server
 	kubectlBin    string // path of kubectl, built or from $KAPI_KUBECTL
 )
 
@@ -56,18 +61,19 @@ func run(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	binDir = dir
 
-	// The server is built with the race detector when the tests are, so that a
-	// data race inside it under real client traffic fails the test that caused it.
-	args := []string{"build", "-o", filepath.Join(dir, "quickstart")}
+	// The servers are built with the race detector when the tests are, so that
+	// a data race inside them under real client traffic fails the test that
+	// caused it. One go build links both, in parallel, into dir.
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
 	if raceEnabled {
 		args = append(args, "-race")
 	}
-	args = append(args, "github.com/kapi-dev/kapi/examples/quickstart")
+	args = append(args, "github.com/kapi-dev/kapi/examples/quickstart", "github.com/kapi-dev/kapi/examples/dynamic")
 	if err := goBuild(args...); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: building the quickstart server:", err)
+		fmt.Fprintln(os.Stderr, "e2e: building the servers:", err)
 		return 1
 	}
-	quickstartBin = filepath.Join(dir, "quickstart")
+	quickstartBin, dynamicBin = filepath.Join(dir, "quickstart"), filepath.Join(dir, "dynamic")
 
 	switch {
 	case os.Getenv("KAPI_KUBECTL") != "":
@@ -130,10 +136,10 @@ func kubectlVersion() string {
 	return ""
 }
 
-// server is one running quickstart process.
+// server is one running quickstart (or examples/dynamic) process.
 type server struct {
 	Addr       string // host:port it listens on
-	URL        string // the server URL of its kubeconfig: https://Addr, or http://Addr with --insecure-http
+	URL        string // the server URL of its kubeconfig: https://Addr, http://Addr with --insecure-http, http://Addr/kube for examples/dynamic
 	DataDir    string
 	Kubeconfig string // DataDir/kubeconfig, written by the server
 	LogPath    string // the process's stdout and stderr
@@ -152,6 +158,11 @@ type serverOptions struct {
 	onDisk   bool     // without --in-memory: Badger in dataDir
 	insecure bool     // --insecure-http: plain HTTP, no authentication
 	args     []string // more quickstart flags
+	// dynamic runs examples/dynamic instead: Badger in dataDir, plain HTTP
+	// without authentication, the API under /kube and its admin API (PUT
+	// /types/{name}) beside it. It writes no kubeconfig, so launch writes
+	// one for the API; onDisk, insecure and args do not apply.
+	dynamic bool
 }
 
 // startServer starts an in-memory quickstart server with its defaults (HTTPS,
@@ -180,7 +191,7 @@ func startServerWith(t *testing.T, opts serverOptions) *server {
 			break
 		}
 	}
-	t.Fatalf("starting the quickstart server: %v", lastErr)
+	t.Fatalf("starting the server: %v", lastErr)
 	return nil
 }
 
@@ -199,15 +210,25 @@ func launch(t *testing.T, opts serverOptions) (*server, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"--data-dir", opts.dataDir, "--listen", addr}
-	if !opts.onDisk {
-		args = append(args, "--in-memory")
+	bin, args := quickstartBin, []string{"--data-dir", opts.dataDir, "--listen", addr}
+	switch {
+	case opts.dynamic:
+		bin = dynamicBin
+		kubeconfig := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters: [{name: dynamic, cluster: {server: \"http://%s/kube\"}}]\n"+
+			"users: [{name: anonymous, user: {}}]\ncontexts: [{name: dynamic, context: {cluster: dynamic, user: anonymous}}]\ncurrent-context: dynamic\n", addr)
+		if err := os.WriteFile(s.Kubeconfig, []byte(kubeconfig), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	default:
+		if !opts.onDisk {
+			args = append(args, "--in-memory")
+		}
+		if opts.insecure {
+			args = append(args, "--insecure-http")
+		}
+		args = append(args, opts.args...)
 	}
-	if opts.insecure {
-		args = append(args, "--insecure-http")
-	}
-	args = append(args, opts.args...)
-	s.cmd = exec.Command(quickstartBin, args...)
+	s.cmd = exec.Command(bin, args...)
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	setProcAttr(s.cmd)
 	if err := s.cmd.Start(); err != nil {
@@ -256,8 +277,8 @@ func (s *server) probe() error {
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %v", err)
 	}
-	if cfg.Host != "https://"+s.Addr && cfg.Host != "http://"+s.Addr {
-		return fmt.Errorf("kubeconfig names server %q, want https:// or http:// %s", cfg.Host, s.Addr)
+	if u, err := url.Parse(cfg.Host); err != nil || u.Host != s.Addr {
+		return fmt.Errorf("kubeconfig names server %q, want one at %s", cfg.Host, s.Addr)
 	}
 	cfg.QPS, cfg.Burst = 200, 400
 	cfg.Timeout = 30 * time.Second
@@ -343,7 +364,14 @@ func (s *server) Dynamic(t *testing.T) *dynamic.DynamicClient {
 // the status code and body.
 func (s *server) Do(t *testing.T, method, path string, body []byte, header ...string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, s.URL+path, bytes.NewReader(body))
+	return s.DoURL(t, method, s.URL+path, body, header...)
+}
+
+// DoURL is Do with a whole URL, for what a server serves beside the API
+// (the admin API of examples/dynamic).
+func (s *server) DoURL(t *testing.T, method, rawURL string, body []byte, header ...string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, rawURL, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,12 +384,12 @@ func (s *server) Do(t *testing.T, method, path string, body []byte, header ...st
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", method, rawURL, err)
 	}
 	defer resp.Body.Close()
 	var buf bytes.Buffer
 	if _, err := buf.ReadFrom(resp.Body); err != nil {
-		t.Fatalf("%s %s: reading body: %v", method, path, err)
+		t.Fatalf("%s %s: reading body: %v", method, rawURL, err)
 	}
 	return resp.StatusCode, buf.Bytes()
 }
