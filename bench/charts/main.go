@@ -4,8 +4,9 @@
 //
 //	go run ./bench/charts -in results/compare-full-....jsonl -out docs/images/kbench-targets.svg
 //
-// The input is the JSON-lines file ../shared/bench/compare.sh writes; the
-// reference is the target named "reference", kapi the other one.
+// The input is the JSON-lines file kbench's compare.sh writes (see "For
+// contributors" in docs/performance.md); the reference is the target named
+// "reference", kapi the other one.
 package main
 
 import (
