@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"os"
@@ -12,12 +13,106 @@ import (
 
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/codec"
+	"github.com/kapi-dev/kapi/internal/bufpool"
 	"github.com/kapi-dev/kapi/meta"
 )
 
 // Request bodies: JSON, YAML and, for types with a protobuf message,
 // protobuf in the Kubernetes envelope. The media type of the body is
 // checked before the body is read.
+
+// readBody reads and decodes the body of a request to st (JSON, YAML, or
+// protobuf for types with a protobuf message) into a generic object. Duplicate fields are
+// returned as field validation problems. The media type is checked before
+// the body is read: an unsupported one is 415.
+func (s *Server) readBody(r *http.Request, st *registry.Store, info requestInfo) (registry.Object, []string, error) {
+	target := bodyTargetOf(st, info)
+	mt, err := bodyMediaType(r, target.msg != nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Every decoder copies what it keeps (strings, base64 of bytes): the
+	// body's bytes are free again once decoded (FuzzDecodeBody checks).
+	bp := bodyBuffers.Get()
+	defer bodyBuffers.Put(bp, maxPooledBody)
+	data, err := readAllSized(*bp, http.MaxBytesReader(nil, r.Body, s.cfg.MaxRequestBodyBytes), r.ContentLength, s.cfg.MaxRequestBodyBytes)
+	*bp = data
+	if err != nil {
+		return nil, nil, bodyReadError(err, s.cfg.MaxRequestBodyBytes)
+	}
+	target.yamlAliasBytes = int(s.cfg.MaxRequestBodyBytes)
+	obj, dups, err := decodeBody(mt, data, target)
+	if err == nil && info.Subresource != "scale" && isCustomResource(st.Resource()) {
+		err = customTypeMeta(obj, data, target.apiVersion)
+	}
+	return obj, dups, err
+}
+
+// readObjectWrite reads what a create or an update sends: the options in its
+// query (kind, CreateOptions or UpdateOptions, names them in errors), with
+// the user agent as the default field manager, and its body, decoded, with
+// the duplicate fields found in it.
+func (s *Server) readObjectWrite(r *http.Request, st *registry.Store, info requestInfo, kind string) (registry.WriteOptions, registry.Object, []string, error) {
+	opts, err := writeOptions(queryOf(r), kind)
+	if err != nil {
+		return opts, nil, nil, err
+	}
+	opts.FieldManager = managerOrUserAgent(opts.FieldManager, r.UserAgent())
+	obj, dups, err := s.readBody(r, st, info)
+	return opts, obj, dups, err
+}
+
+// customTypeMeta refuses the body of a custom resource without kind or
+// apiVersion, as kube-apiserver's decoding of custom resources does; it
+// fills them from the URL only for its built-in types (checkTypeMeta).
+// Protobuf bodies carry both in their envelope.
+func customTypeMeta(obj registry.Object, data []byte, apiVersion string) error {
+	if k, _ := obj["kind"].(string); k == "" {
+		const most = 1 << 10 // of the body quoted back
+		quoted := string(data[:min(len(data), most)])
+		if len(data) > most {
+			quoted += "..."
+		}
+		return meta.NewBadRequest(fmt.Sprintf("Object 'Kind' is missing in '%s'", quoted))
+	}
+	if av, _ := obj["apiVersion"].(string); av == "" {
+		return meta.NewBadRequest(fmt.Sprintf("the API version in the data () does not match the expected API version (%s)", apiVersion))
+	}
+	return nil
+}
+
+// bodyBuffers holds the buffers request bodies are read into (readBody);
+// maxPooledBody bounds the ones kept, so that a rare large body does not pin
+// its buffer.
+var bodyBuffers = bufpool.New(4096)
+
+const maxPooledBody = 64 << 10
+
+// readAllSized is io.ReadAll into buf (reused when large enough) with the
+// buffer sized for a body of the declared length (when it is known and
+// within limit), so that a body is read into one allocation at most instead
+// of a series of growing ones.
+func readAllSized(buf []byte, r io.Reader, length, limit int64) ([]byte, error) {
+	b := buf[:0]
+	if length > 0 && length <= limit && int64(cap(b)) < length+1 {
+		// One byte more than declared, so that the read that finds the end
+		// does not have to grow the buffer.
+		b = make([]byte, 0, length+1)
+	}
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				return b, nil
+			}
+			return b, err
+		}
+	}
+}
 
 // bodyTarget is what a request body must hold.
 type bodyTarget struct {

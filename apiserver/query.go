@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/meta"
 )
 
@@ -125,4 +126,97 @@ func selectedName(q url.Values, info requestInfo) string {
 		return ""
 	}
 	return name
+}
+
+// listQuery is what a list, watch or deletecollection reads from its query.
+type listQuery struct {
+	opts              registry.ListOptions
+	timeoutSeconds    int64 // 0: none
+	allowBookmarks    bool
+	sendInitialEvents *bool
+}
+
+// listOptions reads the list query parameters (ListOptions), each of which
+// must read as its type, as kube-apiserver decodes them for these verbs.
+func (s *Server) listOptions(q url.Values, st *registry.Store) (listQuery, error) {
+	lq := listQuery{opts: registry.ListOptions{
+		Continue:             q.Get("continue"),
+		ResourceVersion:      q.Get("resourceVersion"),
+		ResourceVersionMatch: q.Get("resourceVersionMatch"),
+	}}
+	if len(q) == 0 {
+		return lq, nil
+	}
+	n, _, err := queryInt(q, "limit")
+	if err != nil {
+		return lq, err
+	}
+	lq.opts.Limit = max(n, 0)
+	if lq.timeoutSeconds, _, err = queryInt(q, "timeoutSeconds"); err != nil {
+		return lq, err
+	}
+	if lq.allowBookmarks, _, err = queryBool(q, "allowWatchBookmarks"); err != nil {
+		return lq, err
+	}
+	if b, present, err := queryBool(q, "sendInitialEvents"); err != nil {
+		return lq, err
+	} else if present {
+		lq.sendInitialEvents = &b
+	}
+	if _, _, err := queryBool(q, "watch"); err != nil {
+		return lq, err
+	}
+	if err := selectors(q, st, &lq.opts); err != nil {
+		return lq, err
+	}
+	return lq, nil
+}
+
+// selectors reads labelSelector and fieldSelector into opts.
+func selectors(q url.Values, st *registry.Store, opts *registry.ListOptions) error {
+	if ls := q.Get("labelSelector"); ls != "" {
+		sel, err := meta.ParseLabelSelector(ls)
+		if err != nil {
+			return meta.NewBadRequest(fmt.Sprintf("unable to parse requirement: %v", err))
+		}
+		opts.Labels = sel
+	}
+	if fs := q.Get("fieldSelector"); fs != "" {
+		sel, err := meta.ParseFieldSelector(fs)
+		if err != nil {
+			return meta.NewBadRequest(fmt.Sprintf("invalid field selector: %v", err))
+		}
+		for _, req := range sel.Requirements() {
+			if !st.SupportsField(req.Field) {
+				return meta.NewBadRequest(fmt.Sprintf("%q is not a known field selector: only %s", req.Field, st.SelectableFieldList()))
+			}
+		}
+		opts.Fields = sel
+	}
+	return nil
+}
+
+// writeOptions reads dryRun, fieldValidation and, but for DeleteOptions,
+// fieldManager.
+func writeOptions(q url.Values, kind string) (registry.WriteOptions, error) {
+	var opts registry.WriteOptions
+	for _, v := range q["dryRun"] {
+		if v != "All" {
+			return opts, meta.NewInvalidOptions(kind, meta.ErrorList{meta.NotSupported(meta.NewPath("dryRun"), v, []string{"All"})})
+		}
+		opts.DryRun = true
+	}
+	switch v := q.Get("fieldValidation"); v {
+	case "", "Warn", "Ignore", "Strict":
+		opts.FieldValidation = v
+	default:
+		return opts, meta.NewInvalidOptions(kind, meta.ErrorList{meta.NotSupported(meta.NewPath("fieldValidation"), v, []string{"Ignore", "Strict", "Warn"})})
+	}
+	if kind != "DeleteOptions" {
+		opts.FieldManager = q.Get("fieldManager")
+		if errs := validateFieldManager(opts.FieldManager); len(errs) > 0 {
+			return opts, meta.NewInvalidOptions(kind, errs)
+		}
+	}
+	return opts, nil
 }

@@ -153,7 +153,7 @@ func TestWatchResourceVersions(t *testing.T) {
 	}
 
 	// Older than the window of 4 events but in storage history: replayed
-	// from storage, in order, then live.
+	// from storage, in order, then from the cache, synced.
 	for i := 0; i < 6; i++ {
 		do(t, ts, "PATCH", wdPath+"/b", fmt.Sprintf(`{"spec":{"size":%d}}`, 10+i), "Content-Type", "application/merge-patch+json")
 	}
@@ -164,7 +164,7 @@ func TestWatchResourceVersions(t *testing.T) {
 	st, _ := api.Registry().Store(widgetsGVR)
 	eventually(t, "the storage watcher to hand over to the cache", func() bool {
 		s, ok := st.WatchCacheStats()
-		return ok && s.LiveWatchers == s.Watchers
+		return ok && s.SyncedWatchers == s.Watchers
 	})
 
 	// Older than storage history: 200, then one ERROR event with 410 Expired.
@@ -450,11 +450,11 @@ func TestWatchStalledClient(t *testing.T) {
 		}
 	}
 	// The stalled watcher holds no queue of its own: it dropped it and sits
-	// behind, off the live set.
+	// behind, no longer synced.
 	st, _ := api.Registry().Store(meta.GroupVersionResource{Version: "v1", Resource: "configmaps"})
-	eventually(t, "the stalled watcher to be off the live set", func() bool {
+	eventually(t, "the stalled watcher to be no longer synced", func() bool {
 		s, _ := st.WatchCacheStats()
-		return s.Watchers == 2 && s.LiveWatchers == 1
+		return s.Watchers == 2 && s.SyncedWatchers == 1
 	})
 }
 

@@ -97,6 +97,50 @@ func appendProtobufStatusEvent(dst []byte, err error) []byte {
 	return codec.AppendProtobufWatchEvent(dst, "ERROR", codec.EncodeEnvelope("v1", "Status", raw))
 }
 
+// jsonWatchEncoder encodes watch events as kube-apiserver's JSON stream: one
+// {"type":...,"object":...} document per line. It is a comparable value, so
+// that frames are shared by every JSON watcher of a type.
+type jsonWatchEncoder struct {
+	kind, apiVersion string
+}
+
+func (e jsonWatchEncoder) AppendEvent(dst []byte, typ watch.EventType, obj *watch.Object, rev int64) ([]byte, error) {
+	n := len(dst)
+	dst = append(dst, `{"type":"`...)
+	dst = append(dst, typ.String()...)
+	dst = append(dst, `","object":`...)
+	dst, err := registry.AppendObjectJSON(dst, obj.Value, rev)
+	if err != nil {
+		return dst[:n], err
+	}
+	return append(dst, "}\n"...), nil
+}
+
+func (e jsonWatchEncoder) AppendBookmark(dst []byte, rev int64, initialEventsEnd bool) ([]byte, error) {
+	dst = append(dst, `{"type":"BOOKMARK","object":{"kind":`...)
+	dst = codec.AppendJSONString(dst, e.kind)
+	dst = append(dst, `,"apiVersion":`...)
+	dst = codec.AppendJSONString(dst, e.apiVersion)
+	dst = append(dst, `,"metadata":{"resourceVersion":"`...)
+	dst = strconv.AppendInt(dst, rev, 10)
+	dst = append(dst, '"')
+	if initialEventsEnd {
+		dst = append(dst, `,"annotations":{"k8s.io/initial-events-end":"true"}`...)
+	}
+	return append(dst, "}}}\n"...), nil
+}
+
+func (e jsonWatchEncoder) AppendError(dst []byte, err error) []byte {
+	se, ok := meta.AsStatusError(err)
+	if !ok {
+		se = meta.NewInternalError(err)
+	}
+	status, _ := json.Marshal(se.Status)
+	dst = append(dst, `{"type":"ERROR","object":`...)
+	dst = append(dst, status...)
+	return append(dst, "}\n"...)
+}
+
 // protobufWatchEncoder writes protobuf frames of the type's own message.
 type protobufWatchEncoder struct {
 	res *registry.Resource

@@ -205,7 +205,7 @@ func BenchmarkCacheInitialEvents(b *testing.B) {
 	}
 }
 
-// BenchmarkWatcherEvent: the per-event path of live watchers, without
+// BenchmarkWatcherEvent: the per-event path of synced watchers, without
 // goroutines: one change applied by the cache (state, window, dispatch to
 // 16 watchers), then each watcher's Next taking it and appending its
 // frame, encoded once and shared. A guard for the fan-out's per-event cost
@@ -244,7 +244,7 @@ func BenchmarkWatcherEvent(b *testing.B) {
 		}
 	}
 	buf := make([]byte, 0, 4096)
-	for range 2 { // make every watcher live
+	for range 2 { // make every watcher synced
 		apply()
 		for _, w := range ws {
 			if buf, err = w.Next(buf[:0]); err != nil {

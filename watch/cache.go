@@ -9,7 +9,7 @@
 //     come from memory (bounded by Settings.StateBytes);
 //   - a window of recent events (bounded by count, age and bytes), so that a
 //     watch resuming from a recent revision replays from memory;
-//   - its watchers. Each event is handed to every live watcher whose prefix
+//   - its watchers. Each event is handed to every synced watcher whose prefix
 //     and filter it passes, without ever blocking: a watcher has a bounded
 //     queue, and one whose queue is full drops it and later replays from the
 //     window at its own pace; one that falls behind the window is closed.
@@ -69,7 +69,7 @@ type Cache struct {
 	snap        *Snapshot    // a clone of the state, nil until a list asks after a change
 	retained    []*Snapshot  // older snapshots kept for continued lists (Retain)
 	watchers    map[*Watcher]struct{}
-	live        map[*Watcher]struct{} // watchers fed by dispatch
+	synced      map[*Watcher]struct{} // watchers fed by dispatch
 	advanced    chan struct{}         // closed and replaced whenever rev advances
 	err         error                 // why the cache stopped
 	lists       int                   // number of completed lists
@@ -102,7 +102,7 @@ func New(cfg Config) (*Cache, error) {
 		ready:    make(chan struct{}),
 		done:     make(chan struct{}),
 		watchers: map[*Watcher]struct{}{},
-		live:     map[*Watcher]struct{}{},
+		synced:   map[*Watcher]struct{}{},
 		advanced: make(chan struct{}),
 		stateOff: cfg.StateBytes < 0,
 	}
@@ -136,7 +136,7 @@ type Stats struct {
 	StateObjects   int   // -1 when no state is kept
 	StateBytes     int64
 	Watchers       int
-	LiveWatchers   int // watchers fed directly (the others replay or start)
+	SyncedWatchers int // watchers fed by dispatch (the others start or catch up)
 	ListsCompleted int
 }
 
@@ -146,7 +146,7 @@ func (c *Cache) Stats() Stats {
 	defer c.mu.RUnlock()
 	st := Stats{Revision: c.rev.Load(), Oldest: c.oldest, WindowEvents: c.window.len(),
 		WindowBytes: c.windowBytes + c.frameBytes.Load(), StateObjects: -1, StateBytes: c.stateBytes.Load(),
-		Watchers: len(c.watchers), LiveWatchers: len(c.live), ListsCompleted: c.lists}
+		Watchers: len(c.watchers), SyncedWatchers: len(c.synced), ListsCompleted: c.lists}
 	if c.state != nil {
 		st.StateObjects = c.state.Len()
 	}

@@ -95,8 +95,8 @@ func TestResumeFromStorageHistory(t *testing.T) {
 	for i := 1; i < 30; i++ {
 		r.expect(t, fmt.Sprintf("MODIFIED /t/k %d", i))
 	}
-	// Handed over to the cache: it becomes a live watcher.
-	waitFor(t, "the watcher to go live", func() bool { return e.cache.Stats().LiveWatchers == 1 })
+	// Handed over to the cache: it becomes a synced watcher.
+	waitFor(t, "the watcher to be synced", func() bool { return e.cache.Stats().SyncedWatchers == 1 })
 	e.put(testPrefix+"k", "30")
 	r.expect(t, "MODIFIED /t/k 30")
 
@@ -181,14 +181,14 @@ func TestSlowWatchers(t *testing.T) {
 	}
 	defer slow.Stop()
 	fast := e.watch(Options{})
-	// Make the other two live: a first Next turns a watcher live and
+	// Make the other two synced: a first Next syncs a watcher and
 	// returns with the first event.
 	var wg sync.WaitGroup
 	for _, w := range []*Watcher{slow, stalled} {
 		wg.Add(1)
 		go func() { defer wg.Done(); _, _ = w.Next(nil) }()
 	}
-	waitFor(t, "all watchers live", func() bool { return e.cache.Stats().LiveWatchers == 3 })
+	waitFor(t, "all watchers synced", func() bool { return e.cache.Stats().SyncedWatchers == 3 })
 	e.put(testPrefix+"k", "0")
 	wg.Wait()
 
@@ -513,7 +513,7 @@ func TestManyWatchersNoLeak(t *testing.T) {
 		g1, h1 = measure()
 		return g1 <= g0+2
 	})
-	if st := e.cache.Stats(); st.Watchers != 0 || st.LiveWatchers != 0 {
+	if st := e.cache.Stats(); st.Watchers != 0 || st.SyncedWatchers != 0 {
 		t.Fatalf("stats after all watchers left: %+v", st)
 	}
 	if h1 > h0+8<<20 {
@@ -531,10 +531,10 @@ func TestLargeBurst(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	// Go live: the first Next waits for the first event.
+	// Get synced: the first Next waits for the first event.
 	first := make(chan []byte)
 	go func() { b, _ := w.Next(nil); first <- b }()
-	waitFor(t, "the watcher to go live", func() bool { return e.cache.Stats().LiveWatchers == 1 })
+	waitFor(t, "the watcher to be synced", func() bool { return e.cache.Stats().SyncedWatchers == 1 })
 	big := strings.Repeat("x", 4096)
 	var last int64
 	for i := 0; i < 50; i++ {

@@ -43,7 +43,7 @@ func (w *Watcher) appendInitial(dst []byte) []byte {
 }
 
 // fromCache appends the frames of the events the cache has for w: the queue
-// of a live watcher, or a batch replayed from the window. progressed reports
+// of a synced watcher, or a batch replayed from the window. progressed reports
 // whether anything was consumed (possibly all filtered out).
 func (w *Watcher) fromCache(dst []byte) (_ []byte, progressed bool, _ error) {
 	c := w.c
@@ -57,7 +57,7 @@ func (w *Watcher) fromCache(dst []byte) (_ []byte, progressed bool, _ error) {
 		w.mu.Unlock()
 		return w.sendTaken(dst), true, nil
 	}
-	if w.live {
+	if w.synced {
 		// Every change up to rev has been dispatched: it is in the queue
 		// now or was taken before. Load it before taking the queue.
 		rev := c.rev.Load()
@@ -77,7 +77,7 @@ func (w *Watcher) fromCache(dst []byte) (_ []byte, progressed bool, _ error) {
 }
 
 // replayWindow catches w up: it appends the frames of a batch of events
-// replayed from the window, or makes w live when there is nothing left to
+// replayed from the window, or makes w synced when there is nothing left to
 // replay.
 func (w *Watcher) replayWindow(dst []byte) (_ []byte, progressed bool, _ error) {
 	c := w.c
@@ -98,8 +98,8 @@ func (w *Watcher) replayWindow(dst []byte) (_ []byte, progressed bool, _ error) 
 		w.from = max(w.from, w.pos)
 		w.mu.Lock()
 		if w.closed == nil {
-			w.live = true
-			c.live[w] = struct{}{}
+			w.synced = true
+			c.synced[w] = struct{}{}
 		}
 		w.mu.Unlock()
 		w.pos = max(w.pos, c.rev.Load())

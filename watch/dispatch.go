@@ -2,11 +2,11 @@ package watch
 
 import "bytes"
 
-// dispatchLocked hands ev to every live watcher that wants it. It never
-// blocks: a watcher whose queue is full stops being live and later replays
-// from the window.
+// dispatchLocked hands ev to every synced watcher that wants it. It never
+// blocks: a watcher whose queue is full is no longer synced, and catches up
+// from the window at its own pace.
 func (c *Cache) dispatchLocked(ev *Event) {
-	for w := range c.live {
+	for w := range c.synced {
 		if ev.Revision <= w.from {
 			continue
 		}
@@ -16,12 +16,12 @@ func (c *Cache) dispatchLocked(ev *Event) {
 		}
 		w.mu.Lock()
 		if len(w.queue) >= c.cfg.WatcherBuffer {
-			w.live = false
+			w.synced = false
 			clear(w.queue)
 			w.queue = w.queue[:0]
 			w.mu.Unlock()
 			c.log.Debug("watch cache: watcher is behind; it will replay from the window", "watcher", w.id)
-			delete(c.live, w)
+			delete(c.synced, w)
 			w.signal()
 			continue
 		}

@@ -49,7 +49,7 @@ func TestCacheOnEtcd(t *testing.T) {
 		old.expect(t, fmt.Sprintf("MODIFIED /t/a %d", i))
 	}
 	old.expect(t, "DELETED /t/b 1")
-	waitFor(t, "the history watcher to go live", func() bool { s := e.cache.Stats(); return s.LiveWatchers == s.Watchers })
+	waitFor(t, "the history watcher to be synced", func() bool { s := e.cache.Stats(); return s.SyncedWatchers == s.Watchers })
 
 	// A consistent start after a write elsewhere, and bookmarks following it.
 	other := e.put("/elsewhere/x", "1")

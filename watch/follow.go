@@ -57,7 +57,7 @@ func (c *Cache) shutdown(err error) {
 		w.closeLocked(err)
 	}
 	clear(c.watchers)
-	clear(c.live)
+	clear(c.synced)
 	c.window.reset()
 	c.state, c.snap, c.retained = nil, nil, nil
 	close(c.advanced)
@@ -119,7 +119,7 @@ func (c *Cache) list() error {
 			w.closeLocked(ErrResync)
 			delete(c.watchers, w)
 		}
-		clear(c.live)
+		clear(c.synced)
 	}
 	for c.window.len() > 0 {
 		c.frameBytes.Add(-c.window.pop().detach())

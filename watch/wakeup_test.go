@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// A live watcher waits on one channel (wait): dispatch, Stop, the end of its
+// A synced watcher waits on one channel (wait): dispatch, Stop, the end of its
 // context and its bookmark timer all wake it. Events written close together
 // and one at a time all arrive, in order and promptly, to watchers with and
 // without bookmarks, sharing one encoder (numbered once by the cache).

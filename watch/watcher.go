@@ -54,6 +54,14 @@ type Options struct {
 
 // Watcher is one watch. Next gives its frames; Stop ends it. Next must be
 // called from one goroutine at a time; Stop may be called from any.
+//
+// A watcher first sends its initial events, if it has any. Then it catches
+// up by itself: from storage history while it is behind the cache's window
+// of recent events, then from the window. Once nothing is left to replay it
+// is synced: the cache hands it every new event through its queue. A synced
+// watcher whose queue fills up (its client reads too slowly) drops the
+// queue and catches up from the window again; one that falls behind the
+// window ends with ErrTooSlow.
 type Watcher struct {
 	c         *Cache // nil for an error watcher
 	ctx       context.Context
@@ -94,7 +102,7 @@ type Watcher struct {
 
 	// Guarded by mu (taken under c.mu when both are needed).
 	mu     sync.Mutex
-	live   bool       // fed by dispatch (also in c.live, under c.mu)
+	synced bool       // fed by dispatch (also in c.synced, under c.mu)
 	queue  []delivery // dispatched, not yet taken
 	closed error      // set when the watch is over
 	notify chan struct{}
@@ -212,9 +220,9 @@ func (w *Watcher) Stop() {
 		}
 		c.mu.Lock()
 		delete(c.watchers, w)
-		delete(c.live, w)
+		delete(c.synced, w)
 		w.mu.Lock()
-		w.live = false
+		w.synced = false
 		clear(w.queue)
 		w.queue = nil
 		if w.closed == nil {
@@ -232,7 +240,7 @@ func (w *Watcher) closeLocked(err error) {
 	if w.closed == nil {
 		w.closed = err
 	}
-	w.live = false
+	w.synced = false
 	clear(w.queue)
 	w.queue = nil
 	w.mu.Unlock()

@@ -59,14 +59,8 @@ func (s *Store) List(ctx context.Context, opts storage.ListOptions) (storage.Lis
 	if err := ctx.Err(); err != nil {
 		return storage.ListResult{}, err
 	}
-	switch {
-	case len(opts.Prefix) == 0:
-		return storage.ListResult{}, fmt.Errorf("list: empty prefix: %w", storage.ErrInvalid)
-	case opts.StartKey != nil && !bytes.HasPrefix(opts.StartKey, opts.Prefix):
-		return storage.ListResult{}, fmt.Errorf("list: start key %q is not under prefix %q: %w",
-			opts.StartKey, opts.Prefix, storage.ErrInvalid)
-	case opts.Limit < 0:
-		return storage.ListResult{}, fmt.Errorf("list: negative limit %d: %w", opts.Limit, storage.ErrInvalid)
+	if err := checkListOptions(opts); err != nil {
+		return storage.ListResult{}, err
 	}
 	if !s.enter() {
 		return storage.ListResult{}, storage.ErrClosed
@@ -78,9 +72,40 @@ func (s *Store) List(ctx context.Context, opts storage.ListOptions) (storage.Lis
 	if err != nil {
 		return storage.ListResult{}, err
 	}
-
 	txn := s.db.NewTransactionAt(uint64(rev), false)
 	defer txn.Discard()
+	res, err := s.readPage(ctx, txn, rev, opts)
+	if err != nil {
+		return storage.ListResult{}, err
+	}
+	if res.More && opts.Count {
+		n := res.Remaining
+		if n < 0 {
+			n = tooManyToCount
+		}
+		s.counts.put(rev, opts.Prefix, res.NextKey, n)
+	}
+	return res, nil
+}
+
+// checkListOptions refuses a list without a prefix, with a start key outside
+// it, or with a negative limit.
+func checkListOptions(opts storage.ListOptions) error {
+	switch {
+	case len(opts.Prefix) == 0:
+		return fmt.Errorf("list: empty prefix: %w", storage.ErrInvalid)
+	case opts.StartKey != nil && !bytes.HasPrefix(opts.StartKey, opts.Prefix):
+		return fmt.Errorf("list: start key %q is not under prefix %q: %w", opts.StartKey, opts.Prefix, storage.ErrInvalid)
+	case opts.Limit < 0:
+		return fmt.Errorf("list: negative limit %d: %w", opts.Limit, storage.ErrInvalid)
+	}
+	return nil
+}
+
+// readPage reads the page opts asks for from txn, a snapshot at rev: up to
+// opts.Limit items from opts.StartKey on, then, on a full page, the key
+// after it and the count of the rest (restCounter).
+func (s *Store) readPage(ctx context.Context, txn *bdb.Txn, rev int64, opts storage.ListOptions) (storage.ListResult, error) {
 	prefix := dataKey(opts.Prefix)
 	it := txn.NewIterator(bdb.IteratorOptions{Prefix: prefix})
 	defer it.Close()
@@ -88,13 +113,8 @@ func (s *Store) List(ctx context.Context, opts storage.ListOptions) (storage.Lis
 	if opts.StartKey != nil {
 		start = dataKey(opts.StartKey)
 	}
-
 	res := storage.ListResult{Revision: rev}
-	var known int64 = -1 // keys from start on, if a previous page counted them
-	if opts.Limit > 0 && opts.StartKey != nil && opts.Count {
-		known = s.counts.get(rev, opts.Prefix, opts.StartKey)
-	}
-	uncountable := known == tooManyToCount // a previous page found too many to count
+	rest := restCounter{count: opts.Count, known: s.knownRest(rev, opts)}
 	n := 0
 	for it.Seek(start); it.Valid(); it.Next() {
 		if n++; n%1024 == 0 {
@@ -107,21 +127,8 @@ func (s *Store) List(ctx context.Context, opts storage.ListOptions) (storage.Lis
 			if !res.More {
 				res.More = true
 				res.NextKey = item.KeyCopy(nil)[1:]
-				if !opts.Count {
-					res.Remaining = -1
-					break
-				}
-				if known >= 0 {
-					res.Remaining = known - opts.Limit
-					break
-				}
-				if uncountable {
-					res.Remaining = -1
-					break
-				}
 			}
-			if res.Remaining++; res.Remaining > countLimit {
-				res.Remaining = -1
+			if !rest.add(&res, opts.Limit) {
 				break
 			}
 			continue
@@ -133,14 +140,42 @@ func (s *Store) List(ctx context.Context, opts storage.ListOptions) (storage.Lis
 		}
 		res.Items = append(res.Items, kv)
 	}
-	if res.More && opts.Count {
-		n := res.Remaining
-		if n < 0 {
-			n = tooManyToCount
-		}
-		s.counts.put(rev, opts.Prefix, res.NextKey, n)
-	}
 	return res, nil
+}
+
+// restCounter counts the keys after a full page (ListResult.Remaining).
+type restCounter struct {
+	count bool  // the count is wanted (ListOptions.Count)
+	known int64 // from knownRest
+}
+
+// knownRest returns how many keys are at or after opts.StartKey, as a
+// previous page of the same snapshot counted them: -1 when none did (or the
+// count is not wanted), tooManyToCount when it found too many to count.
+func (s *Store) knownRest(rev int64, opts storage.ListOptions) int64 {
+	if opts.Limit > 0 && opts.StartKey != nil && opts.Count {
+		return s.counts.get(rev, opts.Prefix, opts.StartKey)
+	}
+	return -1
+}
+
+// add counts one more key after the full page res and reports whether to
+// go on counting: not when the count is not wanted, known already, or past
+// countLimit (Remaining -1: not counted).
+func (c restCounter) add(res *storage.ListResult, limit int64) bool {
+	switch {
+	case !c.count || c.known == tooManyToCount:
+		res.Remaining = -1
+		return false
+	case c.known >= 0:
+		res.Remaining = c.known - limit
+		return false
+	}
+	if res.Remaining++; res.Remaining > countLimit {
+		res.Remaining = -1
+		return false
+	}
+	return true
 }
 
 // countLimit bounds the keys a page counts after itself (a few

@@ -186,85 +186,20 @@ func (s *Store) commitBatch(batch []*writeReq) {
 		}
 		return
 	}
-
 	base := s.current.Load()
 	read := s.db.NewTransactionAt(uint64(base), false)
 	defer read.Discard()
-	overlay := make(map[string]keyState, len(batch))
-	var (
-		acc    = make([]accepted, 0, len(batch))
-		events = make([]storage.Event, 0, len(batch))
-		rev    = base
-		wg     sync.WaitGroup
-		errMu  sync.Mutex
-		cerr   error
-	)
-	for _, req := range batch {
-		if err := req.ctx.Err(); err != nil {
-			req.done <- writeResult{err: err}
-			continue
-		}
-		st, ok := overlay[string(req.key)]
-		if !ok {
-			var err error
-			if st, err = latest(read, req.key); err != nil {
-				req.done <- writeResult{err: fmt.Errorf("%s %q: read current state: %w", req.op, req.key, err)}
-				continue
-			}
-		}
-		if err := check(req, st); err != nil {
-			req.done <- writeResult{err: err}
-			continue
-		}
-		next := rev + 1
-		txn, ns, ev, err := s.prepare(req, st, next)
-		if err != nil {
-			req.done <- writeResult{err: fmt.Errorf("%s %q: %w", req.op, req.key, err)}
-			continue
-		}
-		rev = next
-		wg.Add(1)
-		// CommitAt with a callback returns once the transaction is queued on
-		// Badger's write channel; queuing happens in call order, which is
-		// revision order. The callback runs when it is in the memtable.
-		if err := txn.CommitAt(uint64(rev), func(err error) {
-			if err != nil {
-				errMu.Lock()
-				cerr = errors.Join(cerr, fmt.Errorf("commit revision %d: %w", next, err))
-				errMu.Unlock()
-			}
-			wg.Done()
-		}); err != nil {
-			// Not reached with a callback (Badger reports through it), but
-			// do not wait for a callback that would never come.
-			errMu.Lock()
-			cerr = errors.Join(cerr, fmt.Errorf("commit revision %d: %w", next, err))
-			errMu.Unlock()
-			wg.Done()
-		}
-		overlay[string(req.key)] = ns
-		a := accepted{req: req, rev: rev}
-		if req.op == opDelete {
-			a.prev = storage.KeyValue{Key: req.key, Value: st.value, Revision: st.modRev, CreateRevision: st.createRev}
-		}
-		acc = append(acc, a)
-		events = append(events, ev)
-	}
+	var commits commitWaiter
+	acc, events, rev := s.queueCommits(read, batch, base, &commits)
 	if len(acc) == 0 {
 		return
 	}
-	wg.Wait()
-	if cerr == nil && s.sync != nil {
-		cerr = s.sync.sync()
+	err := commits.wait()
+	if err == nil && s.sync != nil {
+		err = s.sync.sync()
 	}
-	if cerr != nil {
-		err := fmt.Errorf("storage write failed; reopen the store: %w", cerr)
-		s.failErr.Store(&err)
-		s.log.Error("storage write failed; later writes will fail until the store is reopened",
-			"error", cerr, "revisions", fmt.Sprintf("%d-%d", base+1, rev))
-		for _, a := range acc {
-			a.req.done <- writeResult{err: err}
-		}
+	if err != nil {
+		s.failBatch(acc, err, base+1, rev)
 		return
 	}
 	s.hub.publish(s, rev, events)
@@ -275,6 +210,112 @@ func (s *Store) commitBatch(batch []*writeReq) {
 		a.prev.Key, a.prev.Value = bytes.Clone(a.prev.Key), bytes.Clone(a.prev.Value)
 		a.req.done <- writeResult{rev: a.rev, prev: a.prev}
 	}
+}
+
+// queueCommits checks each write of batch against the state before it
+// (storage at revision base, then the batch's own earlier writes), queues
+// the commit of each that passes at the next revision, and answers the
+// others. It returns the accepted writes, their events and the last
+// revision given.
+func (s *Store) queueCommits(read *bdb.Txn, batch []*writeReq, base int64, commits *commitWaiter) ([]accepted, []storage.Event, int64) {
+	overlay := make(map[string]keyState, len(batch))
+	acc := make([]accepted, 0, len(batch))
+	events := make([]storage.Event, 0, len(batch))
+	rev := base
+	for _, req := range batch {
+		st, err := stateToCheck(read, overlay, req)
+		if err == nil {
+			err = check(req, st)
+		}
+		if err != nil {
+			req.done <- writeResult{err: err}
+			continue
+		}
+		txn, ns, ev, err := s.prepare(req, st, rev+1)
+		if err != nil {
+			req.done <- writeResult{err: fmt.Errorf("%s %q: %w", req.op, req.key, err)}
+			continue
+		}
+		rev++
+		commits.commit(txn, rev)
+		overlay[string(req.key)] = ns
+		a := accepted{req: req, rev: rev}
+		if req.op == opDelete {
+			a.prev = storage.KeyValue{Key: req.key, Value: st.value, Revision: st.modRev, CreateRevision: st.createRev}
+		}
+		acc = append(acc, a)
+		events = append(events, ev)
+	}
+	return acc, events, rev
+}
+
+// stateToCheck returns the state of req's key that req is checked against:
+// the batch's last write of it (overlay), else the state in read. A write
+// whose context has ended gets its context's error instead.
+func stateToCheck(read *bdb.Txn, overlay map[string]keyState, req *writeReq) (keyState, error) {
+	if err := req.ctx.Err(); err != nil {
+		return keyState{}, err
+	}
+	if st, ok := overlay[string(req.key)]; ok {
+		return st, nil
+	}
+	st, err := latest(read, req.key)
+	if err != nil {
+		return keyState{}, fmt.Errorf("%s %q: read current state: %w", req.op, req.key, err)
+	}
+	return st, nil
+}
+
+// failBatch marks the store failed after a batch's commit or sync failed
+// (revisions first to last), and answers every accepted write with the
+// error that every later write gets too.
+func (s *Store) failBatch(acc []accepted, cerr error, first, last int64) {
+	err := fmt.Errorf("storage write failed; reopen the store: %w", cerr)
+	s.failErr.Store(&err)
+	s.log.Error("storage write failed; later writes will fail until the store is reopened",
+		"error", cerr, "revisions", fmt.Sprintf("%d-%d", first, last))
+	for _, a := range acc {
+		a.req.done <- writeResult{err: err}
+	}
+}
+
+// commitWaiter waits for the commits of a batch queued on Badger and
+// gathers their errors.
+type commitWaiter struct {
+	wg  sync.WaitGroup
+	mu  sync.Mutex
+	err error
+}
+
+// commit queues txn's commit at rev. CommitAt with a callback returns once
+// the transaction is queued on Badger's write channel; queuing happens in
+// call order, which is revision order. The callback runs when it is in the
+// memtable.
+func (c *commitWaiter) commit(txn *bdb.Txn, rev int64) {
+	c.wg.Add(1)
+	if err := txn.CommitAt(uint64(rev), func(err error) {
+		if err != nil {
+			c.fail(rev, err)
+		}
+		c.wg.Done()
+	}); err != nil {
+		// Not reached with a callback (Badger reports through it), but
+		// do not wait for a callback that would never come.
+		c.fail(rev, err)
+		c.wg.Done()
+	}
+}
+
+func (c *commitWaiter) fail(rev int64, err error) {
+	c.mu.Lock()
+	c.err = errors.Join(c.err, fmt.Errorf("commit revision %d: %w", rev, err))
+	c.mu.Unlock()
+}
+
+// wait waits for every queued commit and returns their errors.
+func (c *commitWaiter) wait() error {
+	c.wg.Wait()
+	return c.err
 }
 
 // latest reads the current state of key in read.

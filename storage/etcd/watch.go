@@ -188,94 +188,124 @@ func (w *watcher) follow(ctx context.Context) error {
 	wctx, cancel := context.WithCancel(streamContext(ctx))
 	defer cancel()
 	s := w.s
-	start := w.last + 1
+	ew := etcdWatch{w: w, ctx: ctx, wctx: wctx, start: w.last + 1, quiet: true}
 	ch := s.cli.Watch(wctx, s.key(w.prefix),
-		clientv3.WithRange(s.rangeEnd(w.prefix)), clientv3.WithRev(start), clientv3.WithPrevKV())
-	// etcd answers progress requests only for watches whose start revision
-	// it has reached. Until then (no write anywhere since the watch began),
-	// a quorum read tells whether the watch is simply up to date.
-	canProgress := false
+		clientv3.WithRange(s.rangeEnd(w.prefix)), clientv3.WithRev(ew.start), clientv3.WithPrevKV())
 	var tick <-chan time.Time
 	if w.interval > 0 {
 		t := time.NewTicker(w.interval)
 		defer t.Stop()
 		tick = t.C
 	}
-	quiet := true // nothing sent since the last tick
-	// A requested progress report (RequestProgress) is asked again until one
-	// arrives: etcd drops a request that reaches it before the watch is set
-	// up on its stream.
-	var retry <-chan time.Time
-	askAgain := func() bool {
-		asked, ok := w.askProgress(ctx, wctx, start, &canProgress)
-		if retry = nil; asked {
-			retry = time.After(progressRetry)
-		}
-		return ok
-	}
 	for {
+		var ok bool
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick:
-			if !quiet {
-				quiet = true
-				continue
-			}
-			if _, ok := w.askProgress(ctx, wctx, start, &canProgress); !ok {
-				return nil
-			}
+			ok = ew.tick()
 		case <-w.poke:
-			if !askAgain() {
-				return nil
-			}
-		case <-retry:
-			if !askAgain() {
-				return nil
-			}
-		case resp, ok := <-ch:
-			if !ok {
+			ok = ew.askAgain()
+		case <-ew.retry:
+			ok = ew.askAgain()
+		case resp, open := <-ch:
+			if !open {
 				return errRetry
 			}
-			if resp.Header.Revision >= start {
-				canProgress = true
-			}
-			if resp.CompactRevision > 0 {
-				return &storage.CompactedError{Requested: w.last, Oldest: resp.CompactRevision}
-			}
-			if err := resp.Err(); err != nil {
-				if permanent(err) {
-					return fmt.Errorf("etcd: watch: %w", err)
-				}
-				return fmt.Errorf("%w: %v", errRetry, err)
-			}
-			if resp.IsProgressNotify() {
-				retry = nil
-				if rev := resp.Header.Revision; rev >= w.last {
-					w.last = rev
-					if !w.send(ctx, storage.Event{Type: storage.EventProgress, Revision: rev}) {
-						return nil
-					}
-					quiet = false
-				}
-				continue
-			}
-			for _, ev := range resp.Events {
-				if ev.Kv.ModRevision <= w.last {
-					continue // already delivered before a resume
-				}
-				e, err := w.convert(ctx, ev)
-				if err != nil {
-					return err
-				}
-				if !w.send(ctx, e) {
-					return nil
-				}
-				w.last = e.Revision
-				quiet = false
+			var err error
+			if ok, err = ew.handle(&resp); err != nil {
+				return err
 			}
 		}
+		if !ok {
+			return nil
+		}
 	}
+}
+
+// etcdWatch is one etcd watch that follow runs, and what it knows of its
+// progress reports.
+type etcdWatch struct {
+	w         *watcher
+	ctx, wctx context.Context // the watch's, and that of its own etcd stream
+	start     int64           // the revision the etcd watch starts at
+	// canProgress: etcd answers progress requests only for watches whose
+	// start revision it has reached. Until then (no write anywhere since the
+	// watch began), a quorum read tells whether the watch is simply up to
+	// date.
+	canProgress bool
+	quiet       bool // nothing sent since the last tick
+	// retry: a requested progress report (RequestProgress) is asked again
+	// until one arrives: etcd drops a request that reaches it before the
+	// watch is set up on its stream.
+	retry <-chan time.Time
+}
+
+// tick asks for a progress report after an interval in which nothing was
+// sent. It reports false when the consumer is gone.
+func (ew *etcdWatch) tick() bool {
+	if !ew.quiet {
+		ew.quiet = true
+		return true
+	}
+	_, ok := ew.w.askProgress(ew.ctx, ew.wctx, ew.start, &ew.canProgress)
+	return ok
+}
+
+// askAgain asks for a requested progress report, and again after
+// progressRetry until one arrives. It reports false when the consumer is
+// gone.
+func (ew *etcdWatch) askAgain() bool {
+	asked, ok := ew.w.askProgress(ew.ctx, ew.wctx, ew.start, &ew.canProgress)
+	if ew.retry = nil; asked {
+		ew.retry = time.After(progressRetry)
+	}
+	return ok
+}
+
+// handle delivers what an etcd watch response carries: a progress report or
+// events. It reports false when the consumer is gone, and an error when the
+// watch ends (errRetry when it may resume).
+func (ew *etcdWatch) handle(resp *clientv3.WatchResponse) (bool, error) {
+	w := ew.w
+	if resp.Header.Revision >= ew.start {
+		ew.canProgress = true
+	}
+	if resp.CompactRevision > 0 {
+		return false, &storage.CompactedError{Requested: w.last, Oldest: resp.CompactRevision}
+	}
+	if err := resp.Err(); err != nil {
+		if permanent(err) {
+			return false, fmt.Errorf("etcd: watch: %w", err)
+		}
+		return false, fmt.Errorf("%w: %v", errRetry, err)
+	}
+	if resp.IsProgressNotify() {
+		ew.retry = nil
+		if rev := resp.Header.Revision; rev >= w.last {
+			w.last = rev
+			if !w.send(ew.ctx, storage.Event{Type: storage.EventProgress, Revision: rev}) {
+				return false, nil
+			}
+			ew.quiet = false
+		}
+		return true, nil
+	}
+	for _, ev := range resp.Events {
+		if ev.Kv.ModRevision <= w.last {
+			continue // already delivered before a resume
+		}
+		e, err := w.convert(ew.ctx, ev)
+		if err != nil {
+			return false, err
+		}
+		if !w.send(ew.ctx, e) {
+			return false, nil
+		}
+		w.last = e.Revision
+		ew.quiet = false
+	}
+	return true, nil
 }
 
 func (w *watcher) send(ctx context.Context, e storage.Event) bool {

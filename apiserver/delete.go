@@ -1,0 +1,212 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/meta"
+)
+
+// handleDelete serves the delete verb: the object while finalizers hold it,
+// otherwise a Success Status naming it.
+func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo) {
+	opts, err := s.deleteOptions(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := st.Delete(r.Context(), info.Namespace, info.Name, opts)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if res.Pending {
+		// Held by finalizers: kube-apiserver answers with the object.
+		s.writeRaw(w, r, http.StatusOK, res.JSON)
+		return
+	}
+	rs := st.Resource()
+	uid := meta.GetUID(res.Object)
+	status := meta.Status{
+		TypeMeta: meta.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   meta.StatusSuccess,
+		Details:  &meta.StatusDetails{Name: info.Name, Group: rs.Group, Kind: rs.Resource, UID: uid},
+	}
+	s.writeObject(w, r, http.StatusOK, status)
+}
+
+// handleDeleteCollection deletes every object of the collection that matches
+// the selectors and answers the list of deleted objects, as kube-apiserver.
+func (s *Server) handleDeleteCollection(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo) {
+	opts, err := s.deleteOptions(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var list registry.ListResult
+	if err := s.listToDelete(r, st, info.Namespace, &list); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	deleted, err := deleteListed(r.Context(), st, list.Items, opts)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeRaw(w, r, http.StatusOK, deletedListJSON(st.Resource(), list.ResourceVersion, deleted))
+}
+
+// listToDelete lists, whole, the objects of namespace ns that a
+// deletecollection's selectors pick.
+func (s *Server) listToDelete(r *http.Request, st *registry.Store, ns string, list *registry.ListResult) error {
+	lq, err := s.listOptions(queryOf(r), st)
+	if err != nil {
+		return err
+	}
+	lo := lq.opts
+	lo.Limit, lo.Continue, lo.KeepItems = 0, "", true
+	return st.List(r.Context(), ns, lo, list)
+}
+
+// deleteListed deletes the listed objects one by one and returns the
+// deleted ones; one deleted meanwhile is left out.
+func deleteListed(ctx context.Context, st *registry.Store, items [][]byte, opts registry.DeleteOptions) ([][]byte, error) {
+	var deleted [][]byte
+	for _, raw := range items {
+		var head struct {
+			Metadata struct {
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(raw, &head); err != nil {
+			return nil, meta.NewInternalError(err)
+		}
+		out, err := st.Delete(ctx, head.Metadata.Namespace, head.Metadata.Name, opts)
+		if meta.ReasonOf(err) == meta.StatusReasonNotFound {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		deleted = append(deleted, out.JSON)
+	}
+	return deleted, nil
+}
+
+// deletedListJSON is the answer to a deletecollection: a list of res's kind
+// at revision rev holding the deleted objects.
+func deletedListJSON(res *registry.Resource, rev int64, deleted [][]byte) []byte {
+	var buf bytes.Buffer
+	buf.WriteString(`{"kind":`)
+	writeJSONString(&buf, res.ListKind)
+	buf.WriteString(`,"apiVersion":`)
+	writeJSONString(&buf, res.APIVersion())
+	buf.WriteString(`,"metadata":{"resourceVersion":"`)
+	buf.WriteString(strconv.FormatInt(rev, 10))
+	buf.WriteString(`"},"items":[`)
+	for i, it := range deleted {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(it)
+	}
+	buf.WriteString("]}")
+	return buf.Bytes()
+}
+
+// deleteOptions reads DeleteOptions from the query and the body.
+func (s *Server) deleteOptions(r *http.Request) (registry.DeleteOptions, error) {
+	var opts registry.DeleteOptions
+	wo, err := writeOptions(queryOf(r), "DeleteOptions")
+	if err != nil {
+		return opts, err
+	}
+	opts.DryRun = wo.DryRun
+	q := queryOf(r)
+	opts.PropagationPolicy = q.Get("propagationPolicy")
+	if n, present, err := queryInt(q, "gracePeriodSeconds"); err != nil {
+		return opts, err
+	} else if present {
+		opts.GracePeriodSeconds = &n
+	}
+	if orphan, present, err := queryBool(q, "orphanDependents"); err != nil {
+		return opts, err
+	} else if present && opts.PropagationPolicy == "" {
+		opts.PropagationPolicy = registry.PropagationBackground
+		if orphan {
+			opts.PropagationPolicy = registry.PropagationOrphan
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.cfg.MaxRequestBodyBytes))
+	if err != nil {
+		return opts, bodyReadError(err, s.cfg.MaxRequestBodyBytes)
+	}
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := readDeleteOptionsBody(r, body, &opts); err != nil {
+			return opts, err
+		}
+	}
+	return opts, nil
+}
+
+// readDeleteOptionsBody reads a DeleteOptions body (JSON, YAML or protobuf)
+// into opts; what it sets overrides the query's.
+func readDeleteOptionsBody(r *http.Request, body []byte, opts *registry.DeleteOptions) error {
+	body, err := deleteOptionsJSON(r, body)
+	if err != nil {
+		return err
+	}
+	var do struct {
+		Kind               string   `json:"kind"`
+		DryRun             []string `json:"dryRun"`
+		PropagationPolicy  *string  `json:"propagationPolicy"`
+		GracePeriodSeconds *int64   `json:"gracePeriodSeconds"`
+		OrphanDependents   *bool    `json:"orphanDependents"`
+		Preconditions      *struct {
+			UID             *string `json:"uid"`
+			ResourceVersion *string `json:"resourceVersion"`
+		} `json:"preconditions"`
+	}
+	if err := json.Unmarshal(body, &do); err != nil {
+		return meta.NewBadRequest(fmt.Sprintf("error decoding DeleteOptions: %v", err))
+	}
+	for _, v := range do.DryRun {
+		if v != "All" {
+			return meta.NewInvalidOptions("DeleteOptions", meta.ErrorList{meta.NotSupported(meta.NewPath("dryRun"), v, []string{"All"})})
+		}
+		opts.DryRun = true
+	}
+	if do.PropagationPolicy != nil {
+		opts.PropagationPolicy = *do.PropagationPolicy
+	} else if do.OrphanDependents != nil {
+		opts.PropagationPolicy = registry.PropagationBackground
+		if *do.OrphanDependents {
+			opts.PropagationPolicy = registry.PropagationOrphan
+		}
+	}
+	if do.GracePeriodSeconds != nil {
+		opts.GracePeriodSeconds = do.GracePeriodSeconds
+	}
+	if p := do.Preconditions; p != nil {
+		if p.UID != nil {
+			opts.PreconditionUID = *p.UID
+		}
+		if p.ResourceVersion != nil {
+			opts.PreconditionResourceVersion = *p.ResourceVersion
+		}
+	}
+	return nil
+}
+
+// writeJSONString writes s as a JSON string.
+func writeJSONString(buf *bytes.Buffer, s string) {
+	b, _ := json.Marshal(s)
+	buf.Write(b)
+}
