@@ -21,16 +21,16 @@ import (
 //   - catching up: it reads the change log from the revision after the last
 //     one it delivered, in bounded chunks, up to the current revision, and
 //     sends the events;
-//   - live: the sequencer appends each published batch's matching events to
+//   - synced: the sequencer appends each published batch's matching events to
 //     the watcher's buffer (never blocking) and the goroutine sends them.
 //
 // The hand-over is exact because the current revision only changes under
 // hub.mu, in publish: after replaying the log up to revision S, the watcher
-// takes hub.mu and, if the current revision is still S, turns live; every
+// takes hub.mu and, if the current revision is still S, turns synced; every
 // batch published afterwards has revisions above S and reaches its buffer.
 // Otherwise it replays the (short) rest of the log and tries again.
 //
-// A live watcher whose buffer exceeds Options.WatchBufferSize is hopelessly
+// A synced watcher whose buffer exceeds Options.WatchBufferSize is hopelessly
 // behind: publish drops its buffer and sends it back to catching up from the
 // change log, from the revision after the last one it took. It sees every
 // event exactly once as long as that revision is still retained; once
@@ -59,20 +59,20 @@ type watcher struct {
 	notify   chan struct{} // capacity 1: buffer changed or watcher fell behind
 
 	// Guarded by hub.mu.
-	live     bool
+	synced   bool
 	buf      []storage.Event
-	through  int64 // live: every matching event up to this revision is taken or in buf
+	through  int64 // synced: every matching event up to this revision is taken or in buf
 	askedFor bool  // RequestProgress asked for a progress event
 }
 
 // publish makes revision rev current and hands the batch's events to the
-// live watchers. It is called by the sequencer only.
+// synced watchers. It is called by the sequencer only.
 func (h *hub) publish(s *Store, rev int64, events []storage.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s.current.Store(rev)
 	for w := range h.watchers {
-		if !w.live {
+		if !w.synced {
 			continue
 		}
 		added := false
@@ -86,7 +86,7 @@ func (h *hub) publish(s *Store, rev int64, events []storage.Event) {
 		if len(w.buf) > s.opts.WatchBufferSize {
 			s.log.Debug("watcher fell behind; catching up from the change log",
 				"prefix", string(w.prefix), "buffered", len(w.buf))
-			w.live, w.buf = false, nil
+			w.synced, w.buf = false, nil
 		}
 		if added {
 			select {
@@ -97,7 +97,7 @@ func (h *hub) publish(s *Store, rev int64, events []storage.Event) {
 	}
 }
 
-// RequestProgress asks every live watch with a progress interval for a
+// RequestProgress asks every synced watch with a progress interval for a
 // progress event now; see storage.ProgressRequester.
 func (s *Store) RequestProgress(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
@@ -156,9 +156,9 @@ func (s *Store) Watch(ctx context.Context, opts storage.WatchOptions) (<-chan st
 	}
 	s.hub.mu.Lock()
 	if w.from == 0 {
-		// From now: live at once, nothing to replay.
+		// From now: synced at once, nothing to replay.
 		w.from = s.current.Load()
-		w.live, w.through = true, w.from
+		w.synced, w.through = true, w.from
 	} else if c := s.compacted.Load(); w.from < c {
 		s.hub.mu.Unlock()
 		return nil, &storage.CompactedError{Requested: w.from, Oldest: c}
@@ -215,9 +215,9 @@ func (st *sendState) loop(tick <-chan time.Time) error {
 	w, h := st.w, &st.w.s.hub
 	for {
 		h.mu.Lock()
-		live := w.live
+		synced := w.synced
 		h.mu.Unlock()
-		if !live {
+		if !synced {
 			if err := st.catchUp(); err != nil {
 				return err
 			}
@@ -226,7 +226,7 @@ func (st *sendState) loop(tick <-chan time.Time) error {
 		select {
 		case <-w.notify:
 			h.mu.Lock()
-			if !w.live {
+			if !w.synced {
 				h.mu.Unlock()
 				continue // fell behind: catch up from st.next
 			}
@@ -251,7 +251,7 @@ func (st *sendState) loop(tick <-chan time.Time) error {
 				continue
 			}
 			h.mu.Lock()
-			rev, ok := w.through, w.live && len(w.buf) == 0
+			rev, ok := w.through, w.synced && len(w.buf) == 0
 			h.mu.Unlock()
 			if ok {
 				if err := st.sendProgress(rev); err != nil {
@@ -267,7 +267,7 @@ func (st *sendState) loop(tick <-chan time.Time) error {
 }
 
 // catchUp replays the change log from st.next up to the current revision and
-// turns the watcher live once nothing newer has been published.
+// turns the watcher synced once nothing newer has been published.
 func (st *sendState) catchUp() error {
 	w, s := st.w, st.w.s
 	for {
@@ -291,7 +291,7 @@ func (st *sendState) catchUp() error {
 		}
 		s.hub.mu.Lock()
 		if cur := s.current.Load(); cur < st.next {
-			w.live, w.buf, w.through = true, nil, cur
+			w.synced, w.buf, w.through = true, nil, cur
 			s.hub.mu.Unlock()
 			return nil
 		}
