@@ -15,7 +15,7 @@ const fuzzSchema = `{"type":"object","properties":{"spec":{"type":"object",
   "m":{"type":"object","maxProperties":32,"additionalProperties":{"type":"string","maxLength":16},"x-kubernetes-validations":[{"rule":"self.all(k, k.size() < 5 && self[k] != 'bad')"}]},
   "l":{"type":"array","maxItems":32,"x-kubernetes-list-type":"set","items":{"type":"integer"},"x-kubernetes-validations":[{"rule":"self.all(x, x >= 0)"},{"rule":"self.size() <= oldSelf.size() + 3"}]},
   "p":{"x-kubernetes-int-or-string":true},
-  "u":{"type":"object","x-kubernetes-preserve-unknown-fields":true,"x-kubernetes-validations":[{"rule":"!has(self.z) || self.z == 1"}]}}}}}`
+  "u":{"type":"object","x-kubernetes-preserve-unknown-fields":true,"properties":{"z":{"type":"integer"}},"x-kubernetes-validations":[{"rule":"!has(self.z) || self.z == 1"}]}}}}}`
 
 // FuzzRules validates arbitrary objects, old and new, against rules of
 // every kind: no panic, every error is a field error, and the budget holds

@@ -169,6 +169,8 @@ func TestCompileErrors(t *testing.T) {
 	for _, tc := range []struct{ schema, want string }{
 		{spec(`{"x":{"type":"integer"}}`, `[{"rule":"self.y > 1"}]`), `spec: x-kubernetes-validations[0]: rule: Invalid value: "self.y > 1": compilation failed: ERROR: <input>:1:5: undefined field 'y'`},
 		{spec(`{"x":{"type":"integer"}}`, `[{"rule":"self.x"}]`), `spec: x-kubernetes-validations[0]: rule: Invalid value: "self.x": cel expression must evaluate to a bool`},
+		// Fields a schema keeps without describing them are not visible.
+		{spec(`{"u":{"type":"object","x-kubernetes-preserve-unknown-fields":true,"x-kubernetes-validations":[{"rule":"self.z == 1"}]}}`, ``), `undefined field 'z'`},
 		{spec(`{"x":{"type":"integer"}}`, `[{"rule":"self.x > 0","messageExpression":"self.x"}]`), `messageExpression: Invalid value: "self.x": must evaluate to a string`},
 		{spec(`{"x":{"type":"integer"}}`, `[{"rule":"self.x > 0","reason":"Bad"}]`), `reason: Unsupported value: "Bad"`},
 		// Kubernetes refuses its documentation's own example: a string

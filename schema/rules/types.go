@@ -59,20 +59,15 @@ func (c *compiler) declare(s *schema.Schema, path string, root bool) *node {
 	return n
 }
 
-// declareObject declares an object node: a struct type with its
-// properties, a map of its additionalProperties, or dyn when it keeps
-// unknown fields without describing them.
+// declareObject declares an object node: a map of its
+// additionalProperties' schema, or an object type with its properties (and
+// nothing else: as in Kubernetes, fields a schema keeps without describing
+// them, x-kubernetes-preserve-unknown-fields, are not visible to rules).
 func (c *compiler) declareObject(n *node, s *schema.Schema, path string, root bool) {
-	if len(s.Properties) == 0 && !root && !s.XEmbeddedResource {
-		switch {
-		case s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil:
-			n.elem = c.declare(s.AdditionalProperties.Schema, path+"@values", false)
-			n.typ = types.NewMapType(types.StringType, n.elem.typ)
-			return
-		case s.XPreserveUnknownFields || s.AdditionalProperties != nil:
-			n.typ = types.NewMapType(types.StringType, types.DynType)
-			return
-		}
+	if len(s.Properties) == 0 && !root && !s.XEmbeddedResource && s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
+		n.elem = c.declare(s.AdditionalProperties.Schema, path+"@values", false)
+		n.typ = types.NewMapType(types.StringType, n.elem.typ)
+		return
 	}
 	name := "kapi.rules." + path
 	n.typ = types.NewObjectType(name, traits.FieldTesterType|traits.IndexerType)
