@@ -73,14 +73,28 @@ func main() {
 	if *in == "" {
 		log.Fatal("-in is required")
 	}
-	f, err := os.Open(*in)
+	values, peaks, err := readResults(*in)
 	if err != nil {
 		log.Fatal(err)
 	}
+	rows := factors(values, peaks)
+	if err := os.WriteFile(*out, []byte(chart(rows)), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	for _, r := range rows {
+		fmt.Printf("%-40s %6.2f×  (target %g×)\n", r.name, r.factor, r.target)
+	}
+}
+
+// readResults reads compare.sh's JSON lines: values[side][workload/metric]
+// over the repeats, and the peak RSS per side and repeat.
+func readResults(path string) (values map[string]map[string][]float64, peaks map[string]map[string]float64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
 	defer f.Close()
-	// values[target][workload/metric] and peak RSS per target and repeat.
-	values := map[string]map[string][]float64{}
-	peaks := map[string]map[string]float64{}
+	values, peaks = map[string]map[string][]float64{}, map[string]map[string]float64{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
@@ -103,15 +117,22 @@ func main() {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		log.Fatal(err)
+		return nil, nil, err
 	}
 	if values["reference"] == nil || values["kapi"] == nil {
-		log.Fatal("the file needs lines of both the reference and kapi")
+		return nil, nil, fmt.Errorf("%s needs lines of both the reference and kapi", path)
 	}
-	type row struct {
-		name           string
-		factor, target float64
-	}
+	return values, peaks, nil
+}
+
+// row is one bar: how many times better kapi was, against the target.
+type row struct {
+	name           string
+	factor, target float64
+}
+
+// factors computes the bars of the goals and of peak memory.
+func factors(values map[string]map[string][]float64, peaks map[string]map[string]float64) []row {
 	var rows []row
 	for _, g := range goals {
 		ref := median(values["reference"][g.workload+"/"+g.metric])
@@ -129,8 +150,11 @@ func main() {
 	for _, v := range peaks["kapi"] {
 		kp = append(kp, v)
 	}
-	rows = append(rows, row{"peak memory over the run (RSS)", median(rp) / median(kp), 5})
+	return append(rows, row{"peak memory over the run (RSS)", median(rp) / median(kp), 5})
+}
 
+// chart draws the bars as an SVG document.
+func chart(rows []row) string {
 	const width, left, barMax, rowH, top = 900, 300, 520, 26, 40
 	maxF := 20.0
 	x := func(v float64) float64 { return left + math.Min(v, maxF)/maxF*barMax }
@@ -156,10 +180,5 @@ func main() {
 	}
 	fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="#999"/>`+"\n", left, left, top, top+rowH*len(rows))
 	b.WriteString("</svg>\n")
-	if err := os.WriteFile(*out, []byte(b.String()), 0o644); err != nil {
-		log.Fatal(err)
-	}
-	for _, r := range rows {
-		fmt.Printf("%-40s %6.2f×  (target %g×)\n", r.name, r.factor, r.target)
-	}
+	return b.String()
 }

@@ -210,3 +210,22 @@ func TestRuntimeBudget(t *testing.T) {
 		t.Fatalf("got %s", rendered(errs))
 	}
 }
+
+// TestEmbeddedResource: an embedded resource is an object with kind,
+// apiVersion and metadata.name and generateName, whatever its schema says.
+func TestEmbeddedResource(t *testing.T) {
+	v, err := Compile(mustSchema(t, spec(`{"template":{"type":"object","x-kubernetes-embedded-resource":true,"x-kubernetes-preserve-unknown-fields":true,
+		"x-kubernetes-validations":[{"rule":"self.kind == 'ConfigMap' && self.metadata.name.startsWith('cm-')","message":"only cm- configmaps"}]}}`, ``)), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for obj, want := range map[string]string{
+		`{"spec":{"template":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm-a"},"data":{"k":"v"}}}}`: ``,
+		`{"spec":{"template":{"apiVersion":"v1","kind":"Secret","metadata":{"name":"cm-a"}}}}`:                     `spec.template: Invalid value: only cm- configmaps`,
+	} {
+		errs, _ := v.Validate(context.Background(), mustObj(t, obj), nil)
+		if got := rendered(errs); got != want {
+			t.Errorf("%s: got %q, want %q", obj, got, want)
+		}
+	}
+}
