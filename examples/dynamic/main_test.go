@@ -150,7 +150,7 @@ func TestRefusedRules(t *testing.T) {
 	if code, body := call("PUT", "/types/gadgets", gadgetRules); code != 204 {
 		t.Fatalf("add type: %d %s", code, body)
 	}
-	if code, body := call("POST", gadgets, `{"apiVersion":"toys.example.com/v1","kind":"Gadget","metadata":{"name":"g1"},"spec":{"name":"root"}}`); code != 422 || !strings.Contains(body, `"message":"Invalid value: \"string\": root is reserved"`) {
+	if code, body := call("POST", gadgets, `{"apiVersion":"toys.example.com/v1","kind":"Gadget","metadata":{"name":"g1"},"spec":{"name":"root"}}`); code != 422 || !strings.Contains(body, `"message":"Invalid value: \"root\": root is reserved"`) {
 		t.Fatalf("the rule is not enforced: %d %s", code, body)
 	}
 	if code, body := call("POST", gadgets, `{"apiVersion":"toys.example.com/v1","kind":"Gadget","metadata":{"name":"g1"},"spec":{"name":"first"}}`); code != 201 {
