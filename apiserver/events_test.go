@@ -281,7 +281,7 @@ func TestEventValidation(t *testing.T) {
 		t.Fatalf("create: %d %s", r.code, r.body)
 	}
 	r := do(t, ts, "PATCH", v1Events+"/y", `{"note":"changed"}`, "Content-Type", "application/merge-patch+json")
-	if st := r.status(t, 422, "Invalid"); !strings.Contains(st.Message, "note: Invalid value") {
+	if st := r.status(t, 422, "Invalid"); !strings.Contains(st.Message, `message: Invalid value: "changed": field is immutable`) {
 		t.Errorf("note change: %s", st.Message)
 	}
 }

@@ -223,11 +223,7 @@ func (b *tableBuilder) row(raw []byte) (tableRow, string, error) {
 	for i, c := range b.cols {
 		switch {
 		case c.Value != nil:
-			v := c.Value(obj)
-			if c.Type == "date" {
-				v = cellValue(v, "date", b.now) // an age, as for JSONPath columns
-			}
-			row.Cells = append(row.Cells, v)
+			row.Cells = append(row.Cells, dateCell(c.Value(obj), c.Type, b.now))
 		case obj != nil:
 			row.Cells = append(row.Cells, cellValue(b.paths[i].first(obj), c.Type, b.now))
 		default:
@@ -277,6 +273,27 @@ func withTypeMeta(raw []byte, kind, apiVersion string) []byte {
 		out = append(out, ',')
 	}
 	return append(out, body...)
+}
+
+// dateCell renders a Value column's timestamp (an RFC 3339 string or a
+// time.Time) as an age when the column is a date, as JSONPath date columns
+// are; other values, such as an age the function computed, are kept.
+func dateCell(v any, typ string, now time.Time) any {
+	if typ != "date" {
+		return v
+	}
+	switch t := v.(type) {
+	case time.Time:
+		if t.IsZero() {
+			return "<unknown>"
+		}
+		return HumanDuration(now.Sub(t))
+	case string:
+		if _, err := time.Parse(time.RFC3339, t); err == nil {
+			return cellValue(t, "date", now)
+		}
+	}
+	return v
 }
 
 // cellValue renders a printer column's value as kube-apiserver does for

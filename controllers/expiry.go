@@ -126,6 +126,8 @@ func (e *expirer) run(ctx context.Context) {
 // follow loads the objects, then applies changes and expires objects as
 // they fall due until ctx ends (nil) or the watch fails.
 func (e *expirer) follow(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx) // ends the storage watch with this attempt
+	defer cancel()
 	rev, err := e.load(ctx)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 func TestNamespaceController(t *testing.T) {
@@ -86,4 +87,25 @@ func eventObjects(t *testing.T, reg *registry.Registry) []map[string]any {
 		out = append(out, obj)
 	}
 	return out
+}
+
+// TestNamespaceDeletesEventsServedOnlyAsAView: with only events.k8s.io/v1
+// events registered (a view of core events), deleting a namespace still
+// deletes its events and finishes.
+func TestNamespaceDeletesEventsServedOnlyAsAView(t *testing.T) {
+	reg := newRegistry(t, nil, false)
+	if err := reg.Register(registry.Events(registry.EventOptions{})[1]); err != nil {
+		t.Fatal(err)
+	}
+	run(t, reg)
+	create(t, reg, namespaces, "", registry.Object{"metadata": map[string]any{"name": "gone"}})
+	v1 := meta.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}
+	create(t, reg, v1, "gone", registry.Object{"metadata": map[string]any{"name": "e"}, "eventTime": "2026-01-02T03:04:05.000000Z",
+		"reportingController": "example.dev/c", "reportingInstance": "c-1", "action": "Do", "reason": "Done", "type": "Normal",
+		"regarding": map[string]any{"kind": "ConfigMap", "namespace": "gone", "name": "cm"}})
+	remove(t, reg, namespaces, "", "gone", "")
+	eventually(t, "the namespace to go", func() bool { return !exists(t, reg, namespaces, "", "gone") })
+	if exists(t, reg, v1, "gone", "e") {
+		t.Fatal("the event outlived its namespace")
+	}
 }

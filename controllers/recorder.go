@@ -94,6 +94,6 @@ func (r *recorder) event(ctx context.Context, ref objectRef, typ, reason, messag
 		_, err = st.Create(ctx, ns, obj, registry.WriteOptions{FieldManager: r.component})
 	}
 	if err != nil && ctx.Err() == nil {
-		r.c.cfg.Logger.Debug("event not recorded", "component", r.component, "reason", reason, "object", ref.Name, "err", err)
+		r.c.cfg.Logger.Warn("event not recorded", "component", r.component, "reason", reason, "object", ref.Name, "err", err)
 	}
 }

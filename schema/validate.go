@@ -32,10 +32,10 @@ func Validate(obj any, s *Schema) meta.ErrorList {
 
 // ValidateUpdate is Validate of an update of old to obj with ratcheting, as
 // Kubernetes validates custom resources: a value equal to its correlated
-// old value (the same field or map key; in a set the equal element, in a
-// map list the element with the same keys; elements of atomic lists have
-// none) is not checked, so an object stored before its schema tightened
-// can still be updated where it is not changed.
+// old value (the same field or map key; in a map list the element with the
+// same keys; elements of sets and atomic lists have none) is not checked,
+// so an object stored before its schema tightened can still be updated
+// where it is not changed.
 func ValidateUpdate(obj, old any, s *Schema) meta.ErrorList {
 	v := validator{}
 	v.validate(obj, prev{v: old, ok: true}, s, nil)
@@ -55,31 +55,57 @@ func (o prev) member(k string) prev {
 	return prev{v: v, ok: o.ok && ok}
 }
 
-// CorrelateListItem finds the old element of item, an element of a list
-// of schema s whose old value is old: in a set the equal element, in a map
-// list the one with the same key fields; elements of atomic lists have
-// none.
-func CorrelateListItem(s *Schema, item any, old []any) (any, bool) {
-	switch s.ListType() {
-	case ListTypeSet:
-		for _, o := range old {
-			if meta.DeepEqual(o, item) {
-				return o, true
-			}
-		}
-	case ListTypeMap:
-		im, _ := item.(map[string]any)
-		for _, o := range old {
-			om, ok := o.(map[string]any)
-			for _, k := range s.ListMapKeys() {
-				ok = ok && meta.DeepEqual(im[k], om[k])
-			}
-			if ok {
-				return o, true
-			}
+// ListCorrelation finds the old element of each element of a list of
+// schema s whose old value is old, as Kubernetes correlates them for
+// ratcheting and transition rules: in a map list the element with the same
+// key fields (through one index, so a list costs linear time); elements of
+// sets and atomic lists have none.
+type ListCorrelation struct {
+	s     *Schema
+	byKey map[string]any
+}
+
+// CorrelateList indexes old, the previous value of a list of schema s.
+func CorrelateList(s *Schema, old []any) ListCorrelation {
+	c := ListCorrelation{s: s}
+	if s.ListType() != ListTypeMap || len(old) == 0 {
+		return c
+	}
+	c.byKey = make(map[string]any, len(old))
+	for _, o := range old {
+		if m, ok := o.(map[string]any); ok {
+			c.byKey[listMapKey(s, m)] = o
 		}
 	}
-	return nil, false
+	return c
+}
+
+// Old returns the old element of item, if it has one.
+func (c ListCorrelation) Old(item any) (any, bool) {
+	m, ok := item.(map[string]any)
+	if c.byKey == nil || !ok {
+		return nil, false
+	}
+	o, ok := c.byKey[listMapKey(c.s, m)]
+	return o, ok
+}
+
+// listMapKey is the canonical form of the key fields of an element of a map
+// list (absent keys read as their defaults).
+func listMapKey(s *Schema, m map[string]any) string {
+	key := make([]any, len(s.XListMapKeys))
+	for j, k := range s.XListMapKeys {
+		val, ok := m[k]
+		if !ok {
+			if ks := s.Items.Lookup(k); ks != nil && ks.Default != nil {
+				val = ks.Default
+			} else {
+				val = unspecified{}
+			}
+		}
+		key[j] = val
+	}
+	return meta.CanonicalKey(key)
 }
 
 type validator struct {
@@ -365,12 +391,14 @@ func (v *validator) validateArray(x []any, o prev, s *Schema, p *meta.Path) {
 	if s.MinItems != nil && n < *s.MinItems {
 		v.add(meta.Invalid(p, n, fmt.Sprintf("%s in body should have at least %d items", pathName(p), *s.MinItems)))
 	}
-	ol, _ := o.v.([]any)
+	var corr ListCorrelation
+	if o.ok {
+		ol, _ := o.v.([]any)
+		corr = CorrelateList(s, ol)
+	}
 	for i, e := range x {
 		var eo prev
-		if o.ok {
-			eo.v, eo.ok = CorrelateListItem(s, e, ol)
-		}
+		eo.v, eo.ok = corr.Old(e)
 		v.validate(e, eo, s.Items, p.Index(i))
 	}
 	switch s.XListType {
@@ -412,19 +440,7 @@ func (v *validator) validateListMap(x []any, s *Schema, p *meta.Path) {
 	seen := make(map[string]int, len(x))
 	for i, e := range x {
 		m, _ := e.(map[string]any)
-		key := make([]any, len(s.XListMapKeys))
-		for j, k := range s.XListMapKeys {
-			val, ok := m[k]
-			if !ok {
-				if ks := s.Items.Lookup(k); ks != nil && ks.Default != nil {
-					val = ks.Default
-				} else {
-					val = unspecified{}
-				}
-			}
-			key[j] = val
-		}
-		k := meta.CanonicalKey(key)
+		k := listMapKey(s, m)
 		seen[k]++
 		if seen[k] == 2 {
 			v.add(meta.Duplicate(p.Index(i), e))

@@ -227,10 +227,15 @@ func TestValidateUpdateRatchets(t *testing.T) {
 		"size":{"type":"integer"},
 		"ports":{"type":"array","x-kubernetes-list-type":"map","x-kubernetes-list-map-keys":["name"],
 			"items":{"type":"object","properties":{"name":{"type":"string"},"port":{"type":"integer","maximum":100}}}},
-		"tags":{"type":"array","items":{"type":"string","maxLength":2}}}}`)
-	old := decodeJSON(t, `{"size":1,"name":"toolong","color":"red","ports":[{"name":"a","port":500},{"name":"b","port":1}],"tags":["abc"]}`)
+		"tags":{"type":"array","items":{"type":"string","maxLength":2}},
+		"labels":{"type":"array","x-kubernetes-list-type":"set","items":{"type":"string","maxLength":2}}}}`)
+	old := decodeJSON(t, `{"size":1,"name":"toolong","color":"red","ports":[{"name":"a","port":500},{"name":"b","port":1}],"tags":["abc"],"labels":["abc"]}`)
 	for _, tc := range []struct{ obj, want string }{
-		{`{"size":1,"name":"toolong","color":"blue","ports":[{"name":"b","port":2},{"name":"a","port":500}],"tags":["abc"]}`, ``},
+		{`{"size":1,"name":"toolong","color":"blue","ports":[{"name":"b","port":2},{"name":"a","port":500}],"tags":["abc"],"labels":["abc"]}`, ``},
+		// Set elements are not correlated (as in Kubernetes): a changed set
+		// is checked whole.
+		{`{"size":1,"name":"toolong","color":"red","ports":[{"name":"a","port":500},{"name":"b","port":1}],"tags":["abc"],"labels":["abc","x"]}`,
+			`labels[0]: Too long: may not be more than 2 bytes`},
 		{`{"size":1,"name":"toolong!","color":"blue","ports":[{"name":"a","port":500}],"tags":["abc"]}`,
 			`name: Too long: may not be more than 3 bytes`},
 		{`{"name":"toolong","color":"green","ports":[{"name":"a","port":501}],"tags":["abc","x"]}`,

@@ -93,7 +93,15 @@ type bucket struct {
 	lim *rate.Limiter
 }
 
+// newBucketCache returns the buckets of limit l. A limit without a burst
+// bursts by its rate (at least 1); one without a rate is off.
 func newBucketCache(l Limit) *bucketCache {
+	if l.QPS <= 0 {
+		l.Disabled = true
+	}
+	if l.Burst <= 0 {
+		l.Burst = max(1, int(math.Ceil(l.QPS)))
+	}
 	return &bucketCache{limit: l, order: list.New(), byKey: map[string]*list.Element{}}
 }
 

@@ -28,7 +28,8 @@ type EventOptions struct {
 	PerNamespace Limit
 }
 
-// Limit is a token bucket: QPS writes per second on average, Burst at once.
+// Limit is a token bucket: QPS writes per second on average, Burst at once
+// (default: QPS, at least 1). A Limit without a QPS, or Disabled, is off.
 type Limit struct {
 	QPS      float64
 	Burst    int

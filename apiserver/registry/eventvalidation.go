@@ -123,10 +123,14 @@ func validateEventUpdate(obj, old Object, f eventFields) meta.ErrorList {
 	if !meta.DeepEqual(obj["series"], old["series"]) {
 		errs = append(errs, validateEventSeries(obj)...)
 	}
-	for _, field := range []string{f.regarding, "reason", f.note, f.source, f.first, f.last, f.count,
-		"type", "eventTime", "action", "related", f.reportingController, "reportingInstance"} {
-		if !meta.DeepEqual(obj[field], old[field]) {
-			errs = append(errs, meta.Invalid(meta.NewPath(field), obj[field], "field is immutable"))
+	// Kubernetes validates the internal event, so errors name its fields
+	// (involvedObject, message, ...) whichever view the update came through.
+	core := coreEventFields
+	for _, pair := range [][2]string{{f.regarding, core.regarding}, {"reason", "reason"}, {f.note, core.note}, {f.source, core.source},
+		{f.first, core.first}, {f.last, core.last}, {f.count, core.count}, {"type", "type"}, {"eventTime", "eventTime"},
+		{"action", "action"}, {"related", "related"}, {f.reportingController, "reportingController"}, {"reportingInstance", "reportingInstance"}} {
+		if !meta.DeepEqual(obj[pair[0]], old[pair[0]]) {
+			errs = append(errs, meta.Invalid(meta.NewPath(pair[1]), obj[pair[0]], "field is immutable"))
 		}
 	}
 	return errs

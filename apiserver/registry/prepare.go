@@ -140,11 +140,10 @@ func (s *Store) validate(ctx context.Context, obj, old Object) (meta.ErrorList, 
 		nameRule = meta.IsDNS1123Subdomain
 	}
 	errs := meta.ValidateObjectMeta(md, res.Namespaced, nameRule, meta.NewPath("metadata"))
-	schemaErrs := schemaValidate(obj, old, res.Schema)
-	errs = append(errs, schemaErrs...)
+	errs = append(errs, schemaValidate(obj, old, res.Schema)...)
 	var warnings []string
 	if !res.rules.Empty() {
-		if blockingError(schemaErrs) {
+		if blockingError(errs) { // metadata's and the schema's
 			// Rules assume the schema holds: kube-apiserver does not run them.
 			errs = append(errs, meta.Invalid(meta.NewPath("<nil>"), nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"))
 		} else {
@@ -165,9 +164,9 @@ func (s *Store) validate(ctx context.Context, obj, old Object) (meta.ErrorList, 
 	return errs, warnings
 }
 
-// blockingError reports whether schema validation found an error that
-// keeps the rules from running, as kube-apiserver decides: a missing,
-// unsupported, too long or mistyped value, or too many items.
+// blockingError reports whether metadata or schema validation found an
+// error that keeps the rules from running, as kube-apiserver decides: a
+// missing, unsupported, too long or mistyped value, or too many items.
 func blockingError(errs meta.ErrorList) bool {
 	for _, e := range errs {
 		switch e.Type {

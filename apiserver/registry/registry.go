@@ -133,7 +133,7 @@ func (r *Registry) Register(res Resource) error {
 		return err
 	}
 	gvr := meta.GroupVersionResource{Group: res.Group, Version: res.Version, Resource: res.Resource}
-	if res.Virtual == nil && res.StoredAs == nil { // a virtual type stores nothing, a view another's objects
+	if res.Virtual == nil { // a virtual type stores nothing; a view records the type it stores as
 		if err := r.recordType(&res); err != nil {
 			return err
 		}
@@ -204,12 +204,19 @@ type TypeRecord struct {
 func (r *Registry) recordType(res *Resource) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	group := res.Group
+	rec := TypeRecord{Group: res.Group, Resource: res.Resource, Kind: res.Kind, Namespaced: res.Namespaced}
+	if v := res.StoredAs; v != nil {
+		rec.Group, rec.Resource = v.Group, v.Resource // the objects are the stored type's
+		if _, served := r.StoreForGroupResource(meta.GroupResource{Group: v.Group, Resource: v.Resource}); served {
+			return nil // recorded by its own registration, with its kind
+		}
+	}
+	group := rec.Group
 	if group == "" {
 		group = "core"
 	}
-	key := []byte(r.cfg.KeyPrefix + typesPrefix + group + "/" + res.Resource)
-	val, _ := json.Marshal(TypeRecord{Group: res.Group, Resource: res.Resource, Kind: res.Kind, Namespaced: res.Namespaced})
+	key := []byte(r.cfg.KeyPrefix + typesPrefix + group + "/" + rec.Resource)
+	val, _ := json.Marshal(rec)
 	for {
 		kv, err := r.cfg.Storage.Get(ctx, key, 0)
 		switch {
@@ -222,7 +229,7 @@ func (r *Registry) recordType(res *Resource) error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("registry: recording type %s: %w", res.GroupResource(), err)
+			return fmt.Errorf("registry: recording type %s: %w", meta.GroupResource{Group: rec.Group, Resource: rec.Resource}, err)
 		}
 		return nil
 	}
@@ -274,16 +281,22 @@ func (r *Registry) Store(gvr meta.GroupVersionResource) (*Store, bool) {
 
 // StoreForGroupResource returns the store of a stored (not virtual) type by
 // group and resource, in any of its registered versions: all versions share
-// the objects.
+// the objects. When the type itself is not registered, a view of its
+// objects (Resource.StoredAs) serves them.
 func (r *Registry) StoreForGroupResource(gr meta.GroupResource) (*Store, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	var view *Store
 	for gvr, st := range r.stores {
-		if gvr.Group == gr.Group && gvr.Resource == gr.Resource && st.res.Virtual == nil {
+		switch v := st.res.StoredAs; {
+		case st.res.Virtual != nil:
+		case gvr.Group == gr.Group && gvr.Resource == gr.Resource && v == nil:
 			return st, true
+		case v != nil && v.Group == gr.Group && v.Resource == gr.Resource:
+			view = st
 		}
 	}
-	return nil, false
+	return view, view != nil
 }
 
 // StoreForKind returns the store of the stored (not virtual) type of kind
@@ -310,19 +323,25 @@ func (r *Registry) StoreForKind(apiVersion, kind string) (*Store, bool) {
 	return fallback, fallback != nil
 }
 
-// StoreForKey returns the store of the stored (not virtual, not a view)
-// type whose objects live under the storage key key, as a storage list or watch under
+// StoreForKey returns the store of the stored (not virtual) type whose
+// objects live under the storage key key (a view of them when the type
+// itself is not registered), as a storage list or watch under
 // KeyPrefix returns it. Keys of types not registered, and the registry's
 // own records, have none.
 func (r *Registry) StoreForKey(key []byte) (*Store, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	var view *Store
 	for _, st := range r.stores {
-		if st.res.Virtual == nil && st.res.StoredAs == nil && bytes.HasPrefix(key, st.prefix) {
+		if st.res.Virtual != nil || !bytes.HasPrefix(key, st.prefix) {
+			continue
+		}
+		if st.res.StoredAs == nil {
 			return st, true
 		}
+		view = st
 	}
-	return nil, false
+	return view, view != nil
 }
 
 // KeyPrefix returns the prefix of every storage key the registry writes

@@ -170,7 +170,9 @@ type Column struct {
 	JSONPath string
 	// Value, when set, computes the cell instead of JSONPath (for built-in
 	// columns such as a ConfigMap's number of keys). obj is the decoded
-	// object without metadata.managedFields; it must not be modified.
+	// object without metadata.managedFields; it must not be modified. In a
+	// date column, a timestamp it returns (RFC 3339 text or a time.Time) is
+	// shown as an age, as a JSONPath date column's is.
 	Value func(obj Object) any
 }
 

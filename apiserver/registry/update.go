@@ -50,6 +50,8 @@ func (s *Store) Update(ctx context.Context, ns, name string, obj Object, opts Wr
 			}
 			if r != nil {
 				r.Created = true
+				// The body was pruned before: its field warnings are the first pass's.
+				r.Warnings = append(slices.Clip(warnings), r.Warnings...)
 			}
 			return r, err
 		}

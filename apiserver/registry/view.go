@@ -110,15 +110,23 @@ func (v viewStorage) Delete(ctx context.Context, key []byte, expectedRevision in
 }
 
 // Watch converts the values of every change; a change it cannot convert
-// ends the watch with an error event naming the key.
+// ends the watch with an error event naming the key (and the backend's
+// watch with it).
 func (v viewStorage) Watch(ctx context.Context, opts storage.WatchOptions) (<-chan storage.Event, error) {
+	ctx, cancel := context.WithCancel(ctx)
 	in, err := v.Store.Watch(ctx, opts)
 	if err != nil {
+		cancel()
 		return nil, err
 	}
 	out := make(chan storage.Event, cap(in))
 	go func() {
 		defer close(out)
+		defer func() {
+			cancel()
+			for range in { // let the backend's watch end
+			}
+		}()
 		for ev := range in {
 			if ev.Type == storage.EventPut || ev.Type == storage.EventDelete {
 				var err error
@@ -132,13 +140,9 @@ func (v viewStorage) Watch(ctx context.Context, opts storage.WatchOptions) (<-ch
 			select {
 			case out <- ev:
 			case <-ctx.Done():
-				for range in { // let the backend's watch end
-				}
 				return
 			}
 			if ev.Type == storage.EventError {
-				for range in {
-				}
 				return
 			}
 		}

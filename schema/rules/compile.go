@@ -62,11 +62,12 @@ type rule struct {
 
 // compiler compiles the rules of one schema.
 type compiler struct {
-	limits  Limits
-	base    *cel.Env
-	objects map[string]*node // object types by name
-	errs    []string
-	total   float64 // estimated cost of all rules, by cardinality
+	limits   Limits
+	base     *cel.Env
+	objects  map[string]*node // object types by name
+	nextType int              // the number of object types named so far
+	errs     []string
+	total    float64 // estimated cost of all rules, by cardinality
 }
 
 // compileErr records a registration error of the rule at path.
@@ -83,8 +84,8 @@ func pathString(p *meta.Path) string {
 
 // compileTree compiles the rules of n and of every level under it.
 // cardinality is how many times n's level may occur in one object;
-// uncorrelated, when not nil, is the atomic list above n whose elements
-// have no old value to compare with.
+// uncorrelated, when not nil, is the set, atomic list or atomic map above n
+// whose members have no old value to compare with.
 func (c *compiler) compileTree(n *node, path *meta.Path, cardinality float64, uncorrelated *meta.Path) {
 	if n == nil || n.s == nil {
 		return
@@ -92,18 +93,22 @@ func (c *compiler) compileTree(n *node, path *meta.Path, cardinality float64, un
 	for i, r := range n.s.XValidations {
 		c.compileRule(n, path, i, r, cardinality, uncorrelated)
 	}
+	below := uncorrelated
+	if below == nil && n.s.XMapType == schema.MapTypeAtomic {
+		below = path // the members of an atomic map have no old values of their own
+	}
 	for _, f := range n.fields {
-		c.compileTree(f.n, path.Child(f.json), cardinality, uncorrelated)
+		c.compileTree(f.n, path.Child(f.json), cardinality, below)
 	}
 	if n.elem != nil {
 		child := path.Index(0)
 		switch {
 		case n.typ.Kind() == types.MapKind:
 			child = path.Key("*")
-		case uncorrelated == nil && n.s.ListType() == schema.ListTypeAtomic:
-			uncorrelated = path
+		case below == nil && n.s.ListType() != schema.ListTypeMap:
+			below = path // elements of sets and atomic lists are not correlated
 		}
-		c.compileTree(n.elem, child, cardinality*bound(n), uncorrelated)
+		c.compileTree(n.elem, child, cardinality*bound(n), below)
 	}
 	for _, f := range n.fields {
 		n.rulesBelow = n.rulesBelow || f.n.rulesBelow

@@ -154,10 +154,14 @@ func (w *walk) descend(n *node, val, old any, hasOld bool, path *meta.Path) {
 			w.visit(n.elem, x[k], ov, hasOld && ook, path.Key(k))
 		}
 	case []any:
-		ol, _ := old.([]any)
+		var corr schema.ListCorrelation
+		if hasOld {
+			ol, _ := old.([]any)
+			corr = schema.CorrelateList(n.s, ol)
+		}
 		for i, item := range x {
-			ov, ook := schema.CorrelateListItem(n.s, item, ol)
-			w.visit(n.elem, item, ov, hasOld && ook, path.Index(i))
+			ov, ook := corr.Old(item)
+			w.visit(n.elem, item, ov, ook, path.Index(i))
 		}
 	}
 }
@@ -185,7 +189,10 @@ func (w *walk) evaluate(n *node, r *rule, val, old any, hasOld, ratcheted bool, 
 	if out == types.True {
 		return
 	}
-	e := w.failure(n, r, val, path, w.message(n, r, vars, path))
+	msg, e := w.message(n, r, vars, path)
+	if e == nil {
+		e = w.failure(n, r, val, path, msg)
+	}
 	if ratcheted {
 		w.warnings = append(w.warnings, e.Error())
 		return
@@ -245,18 +252,34 @@ func (w *walk) charge(r *rule, details *cel.EvalDetails, n *node, path *meta.Pat
 
 // message is what a failed rule says: its messageExpression's value when
 // that evaluates to a non-blank single line, else its message, else the
-// rule itself.
-func (w *walk) message(n *node, r *rule, vars *activation, path *meta.Path) string {
-	if r.message != nil {
-		out, details, err := r.message.Eval(vars)
-		if !w.charge(r, details, n, path) {
-			return ruleMessage(r)
-		}
-		if s, ok := out.Value().(string); err == nil && ok && strings.TrimSpace(s) != "" && !strings.ContainsAny(s, "\r\n") && len(s) <= 5000 {
-			return strings.TrimSpace(s)
-		}
+// rule itself. A messageExpression that runs out of cost instead ends the
+// validation with the error it returns, as in Kubernetes.
+func (w *walk) message(n *node, r *rule, vars *activation, path *meta.Path) (string, *meta.FieldError) {
+	if r.message == nil {
+		return ruleMessage(r), nil
 	}
-	return ruleMessage(r)
+	out, details, err := r.message.Eval(vars)
+	var cost uint64
+	if details != nil && details.ActualCost() != nil {
+		cost = *details.ActualCost()
+	}
+	at := orRoot(appendPath(path, r.fieldPath))
+	if cost > w.budget {
+		w.spent = true
+		return "", meta.Invalid(at, schemaType(n), "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run")
+	}
+	w.budget -= cost
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "operation cancelled: actual cost limit exceeded") {
+			w.spent = true
+			return "", meta.Invalid(at, schemaType(n), fmt.Sprintf("no further validation rules will be run due to call cost exceeds limit for messageExpression: %q", r.src.MessageExpression))
+		}
+		return ruleMessage(r), nil
+	}
+	if s, ok := out.Value().(string); ok && strings.TrimSpace(s) != "" && !strings.Contains(s, "\n") && len(strings.TrimSpace(s)) <= 5000 {
+		return strings.TrimSpace(s), nil
+	}
+	return ruleMessage(r), nil
 }
 
 func ruleMessage(r *rule) string {

@@ -119,6 +119,17 @@ func TestRules(t *testing.T) {
 		{"int-or-string",
 			spec(`{"port":{"x-kubernetes-int-or-string":true}}`, `[{"rule":"type(self.port) == int ? self.port > 0 : self.port != ''"}]`),
 			`{"spec":{"port":0}}`, "", `spec: Invalid value: failed rule: type(self.port) == int ? self.port > 0 : self.port != ''`},
+		// Kubernetes' value semantics: null reads as absent, objects compare
+		// with their undeclared members, type names do not collide.
+		{"null is absent", spec(`{"n":{"type":"string","nullable":true}}`, `[{"rule":"!has(self.n)"}]`), `{"spec":{"n":null}}`, "", ``},
+		{"unknown members count in equality",
+			spec(`{"u":{"type":"object","x-kubernetes-preserve-unknown-fields":true,"properties":{"a":{"type":"integer"}},"x-kubernetes-validations":[{"rule":"self == oldSelf","message":"immutable"}]}}`, ``),
+			`{"spec":{"u":{"a":1,"extra":2}}}`, `{"spec":{"u":{"a":1,"extra":1}}}`, `spec.u: Invalid value: immutable`},
+		{"a dotted property and a nested one",
+			`{"type":"object","properties":{"a.b":{"type":"object","properties":{"y":{"type":"integer"}}},
+			"a":{"type":"object","properties":{"b":{"type":"object","properties":{"x":{"type":"integer"}}}}}},
+			"x-kubernetes-validations":[{"rule":"self.a.b.x == 1 && self.a__dot__b.y == 2"}]}`,
+			`{"a":{"b":{"x":1}},"a.b":{"y":2}}`, "", ``},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v, err := Compile(mustSchema(t, tc.schema), Limits{})
@@ -226,6 +237,39 @@ func TestEmbeddedResource(t *testing.T) {
 		errs, _ := v.Validate(context.Background(), mustObj(t, obj), nil)
 		if got := rendered(errs); got != want {
 			t.Errorf("%s: got %q, want %q", obj, got, want)
+		}
+	}
+}
+
+// TestMessageExpressionCostLimit: a messageExpression that exceeds its
+// per-call cost ends the validation with Kubernetes' error (it used to
+// crash the evaluation).
+func TestMessageExpressionCostLimit(t *testing.T) {
+	v, err := Compile(mustSchema(t, spec(`{"xs":{"type":"array","maxItems":1000,"items":{"type":"integer"}}}`,
+		`[{"rule":"size(self.xs) < 2","messageExpression":"string(self.xs.map(x, x * 2).size())"},{"rule":"false","message":"never reached"}]`)), Limits{PerCall: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := make([]string, 200)
+	for i := range items {
+		items[i] = "1"
+	}
+	errs, _ := v.Validate(context.Background(), mustObj(t, `{"spec":{"xs":[`+strings.Join(items, ",")+`]}}`), nil)
+	want := `spec: Invalid value: "object": no further validation rules will be run due to call cost exceeds limit for messageExpression: "string(self.xs.map(x, x * 2).size())"`
+	if got := rendered(errs); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+// TestUncorrelatedTransitionRules: oldSelf is refused where elements have
+// no old value: under sets, atomic lists and atomic maps.
+func TestUncorrelatedTransitionRules(t *testing.T) {
+	for _, sch := range []string{
+		spec(`{"s":{"type":"array","maxItems":5,"x-kubernetes-list-type":"set","items":{"type":"string","maxLength":5,"x-kubernetes-validations":[{"rule":"self == oldSelf"}]}}}`, ``),
+		spec(`{"m":{"type":"object","x-kubernetes-map-type":"atomic","properties":{"k":{"type":"string","x-kubernetes-validations":[{"rule":"self == oldSelf"}]}}}}`, ``),
+	} {
+		if _, err := Compile(mustSchema(t, sch), Limits{}); err == nil || !strings.Contains(err.Error(), "oldSelf cannot be used on the uncorrelatable portion of the schema") {
+			t.Errorf("%s: got %v", sch, err)
 		}
 	}
 }

@@ -69,7 +69,9 @@ func (c *compiler) declareObject(n *node, s *schema.Schema, path string, root bo
 		n.typ = types.NewMapType(types.StringType, n.elem.typ)
 		return
 	}
-	name := "kapi.rules." + path
+	// Names are unique by a counter: paths alone collide ("a.b" vs a's b).
+	c.nextType++
+	name := fmt.Sprintf("kapi.rules.object%d", c.nextType)
 	n.typ = types.NewObjectType(name, traits.FieldTesterType|traits.IndexerType)
 	n.fields = map[string]*field{}
 	for prop, ps := range s.Properties {

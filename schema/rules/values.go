@@ -12,6 +12,7 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
 
+	"github.com/kapi-dev/kapi/meta"
 	"github.com/kapi-dev/kapi/schema"
 )
 
@@ -167,8 +168,8 @@ func (o *object) Get(index ref.Val) ref.Val {
 		return errVal
 	}
 	v, ok := o.m[f.json]
-	if !ok {
-		return types.NewErr("no such key: %s", index)
+	if !ok || v == nil {
+		return types.NewErr("no such key: %s", index) // null is absent, as in Kubernetes
 	}
 	return value(v, f.n)
 }
@@ -178,23 +179,31 @@ func (o *object) IsSet(index ref.Val) ref.Val {
 	if f == nil {
 		return errVal
 	}
-	_, ok := o.m[f.json]
-	return types.Bool(ok)
+	v, ok := o.m[f.json]
+	return types.Bool(ok && v != nil)
 }
 
-// Equal compares two objects of one type property by property.
+// Equal compares two objects of one type member by member, undeclared
+// members (kept by x-kubernetes-preserve-unknown-fields) included.
 func (o *object) Equal(other ref.Val) ref.Val {
 	p, ok := other.(*object)
-	if !ok || p.n.typ.TypeName() != o.n.typ.TypeName() {
+	if !ok || p.n.typ.TypeName() != o.n.typ.TypeName() || len(o.m) != len(p.m) {
 		return types.False
 	}
-	for _, f := range o.n.fields {
-		a, aok := o.m[f.json]
-		b, bok := p.m[f.json]
-		if aok != bok {
+	declared := make(map[string]*node, len(o.n.order))
+	for _, f := range o.n.order {
+		declared[f.json] = f.n
+	}
+	for k, a := range o.m {
+		b, ok := p.m[k]
+		if !ok {
 			return types.False
 		}
-		if aok && value(a, f.n).Equal(value(b, f.n)) != types.True {
+		if n, ok := declared[k]; ok {
+			if value(a, n).Equal(value(b, n)) != types.True {
+				return types.False
+			}
+		} else if !meta.DeepEqual(a, b) {
 			return types.False
 		}
 	}
