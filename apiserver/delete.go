@@ -138,7 +138,9 @@ func (s *Server) deleteOptions(r *http.Request) (registry.DeleteOptions, error) 
 	}
 	if orphan, present, err := queryBool(q, "orphanDependents"); err != nil {
 		return opts, err
-	} else if present && opts.PropagationPolicy == "" {
+	} else if present && opts.PropagationPolicy != "" {
+		return opts, bothPolicies(opts.PropagationPolicy)
+	} else if present {
 		opts.PropagationPolicy = registry.PropagationBackground
 		if orphan {
 			opts.PropagationPolicy = registry.PropagationOrphan
@@ -183,6 +185,9 @@ func readDeleteOptionsBody(r *http.Request, body []byte, opts *registry.DeleteOp
 		}
 		opts.DryRun = true
 	}
+	if do.PropagationPolicy != nil && do.OrphanDependents != nil {
+		return bothPolicies(*do.PropagationPolicy)
+	}
 	if do.PropagationPolicy != nil {
 		opts.PropagationPolicy = *do.PropagationPolicy
 	} else if do.OrphanDependents != nil {
@@ -203,6 +208,13 @@ func readDeleteOptionsBody(r *http.Request, body []byte, opts *registry.DeleteOp
 		}
 	}
 	return nil
+}
+
+// bothPolicies is kube-apiserver's answer to DeleteOptions that set both
+// orphanDependents and propagationPolicy.
+func bothPolicies(policy string) error {
+	return meta.NewInvalidOptions("DeleteOptions", meta.ErrorList{meta.Invalid(meta.NewPath("propagationPolicy"), policy,
+		"orphanDependents and deletionPropagation cannot be both set")})
 }
 
 // writeJSONString writes s as a JSON string.

@@ -75,6 +75,17 @@ func TestFinalizers(t *testing.T) {
 	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"g","finalizers":["not a name!"]},"spec":{"size":1}}`).status(t, 422, meta.StatusReasonInvalid)
 	do(t, ts, "DELETE", wdPath+"/missing", "").status(t, 404, meta.StatusReasonNotFound)
 	do(t, ts, "DELETE", wdPath+"/x?propagationPolicy=Sometimes", "").status(t, 422, meta.StatusReasonInvalid)
+	// orphanDependents and propagationPolicy together are refused, in the
+	// query or in the body, with kube-apiserver's message.
+	const both = `DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Invalid value: "Background": orphanDependents and deletionPropagation cannot be both set`
+	for _, r := range []response{
+		do(t, ts, "DELETE", wdPath+"/x?propagationPolicy=Background&orphanDependents=true", ""),
+		do(t, ts, "DELETE", wdPath+"/x", `{"propagationPolicy":"Background","orphanDependents":false}`),
+	} {
+		if st := r.status(t, 422, meta.StatusReasonInvalid); st.Message != both {
+			t.Errorf("both policies: %q", st.Message)
+		}
+	}
 }
 
 func TestNamespaceDeletion(t *testing.T) {
