@@ -70,16 +70,17 @@ func TestCustomResourceBodyNeedsKind(t *testing.T) {
 	}
 }
 
-// autoscaling/v1 Scale's spec.replicas is an int32: a number beyond it, or
-// no number, fails kube-apiserver's typed decoding (400) on PUT and PATCH
-// alike; a negative one is 422. Nothing is written either way.
+// autoscaling/v1 Scale's spec.replicas is an int32: a number beyond it, one
+// that is not an integer literal (2.0), or no number, fails kube-apiserver's
+// typed decoding (400) on PUT and PATCH alike; a negative one is 422.
+// Nothing is written either way.
 func TestScaleReplicasInt32(t *testing.T) {
 	_, ts := newTestServer(t)
 	do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"s"},"spec":{"size":1,"replicas":2}}`)
 	scale := func(replicas string) string {
 		return `{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"s"},"spec":{"replicas":` + replicas + `}}`
 	}
-	for _, n := range []string{"1099511627776", "2147483648", "-2147483649", `"3"`, "true"} {
+	for _, n := range []string{"1099511627776", "2147483648", "-2147483649", `"3"`, "true", "2.0", "2e0"} {
 		st := do(t, ts, "PUT", wdPath+"/s/scale", scale(n)).status(t, 400, meta.StatusReasonBadRequest)
 		if !strings.Contains(st.Message, "ScaleSpec.spec.replicas of type int32") {
 			t.Fatalf("replicas %s: %q", n, st.Message)

@@ -2,8 +2,10 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/kapi-dev/kapi/meta"
@@ -109,7 +111,16 @@ func scaleReplicas(raw any) (int64, error) {
 	if raw == nil {
 		return 0, nil
 	}
-	if n, ok := meta.AsInt64(raw); ok && n >= math.MinInt32 && n <= math.MaxInt32 {
+	integral := true
+	switch x := raw.(type) {
+	case json.Number:
+		// Go's decoding into int32 takes integer literals only: 2.0 and 2e0 fail.
+		_, err := strconv.ParseInt(string(x), 10, 64)
+		integral = err == nil
+	case float64, float32:
+		integral = false
+	}
+	if n, ok := meta.AsInt64(raw); ok && integral && n >= math.MinInt32 && n <= math.MaxInt32 {
 		return n, nil
 	}
 	what := "number " + fmt.Sprint(raw)
