@@ -9,6 +9,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
@@ -98,6 +99,19 @@ func TestProtobufWireCompatibility(t *testing.T) {
 	lease := &coordinationv1.Lease{ObjectMeta: fullMeta(), Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &dur,
 		AcquireTime: &acquire, RenewTime: &renew, LeaseTransitions: &trans, Strategy: &strategy, PreferredHolder: &preferred}}
 	checkBothWays(t, "Lease", registry.Leases().Protobuf, lease, func() protoObject { return &coordinationv1.Lease{} })
+
+	// Both event views, every field set: their messages are the generated ones.
+	micro := metav1.NewMicroTime(time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC))
+	ref := corev1.ObjectReference{Kind: "ConfigMap", Namespace: "ns", Name: "cm", UID: types.UID("u"), APIVersion: "v1", ResourceVersion: "7", FieldPath: "data"}
+	related := corev1.ObjectReference{Kind: "Pod", Name: "p"}
+	coreEvent := &corev1.Event{ObjectMeta: fullMeta(), InvolvedObject: ref, Reason: "R", Message: "M", Source: corev1.EventSource{Component: "c", Host: "h"},
+		FirstTimestamp: ts, LastTimestamp: ts, Count: 3, Type: corev1.EventTypeWarning, EventTime: micro,
+		Series: &corev1.EventSeries{Count: 2, LastObservedTime: micro}, Action: "A", Related: &related, ReportingController: "example.dev/c", ReportingInstance: "i"}
+	checkBothWays(t, "Event", registry.Events(registry.EventOptions{})[0].Protobuf, coreEvent, func() protoObject { return &corev1.Event{} })
+	v1Event := &eventsv1.Event{ObjectMeta: fullMeta(), EventTime: micro, Series: &eventsv1.EventSeries{Count: 2, LastObservedTime: micro},
+		ReportingController: "example.dev/c", ReportingInstance: "i", Action: "A", Reason: "R", Regarding: ref, Related: &related, Note: "N",
+		Type: corev1.EventTypeNormal, DeprecatedSource: corev1.EventSource{Component: "c", Host: "h"}, DeprecatedFirstTimestamp: ts, DeprecatedLastTimestamp: ts, DeprecatedCount: 3}
+	checkBothWays(t, "events.k8s.io Event", registry.Events(registry.EventOptions{})[1].Protobuf, v1Event, func() protoObject { return &eventsv1.Event{} })
 
 	rem := int64(3)
 	list := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "9", Continue: "tok", RemainingItemCount: &rem}, Items: []corev1.ConfigMap{*cm, {ObjectMeta: metav1.ObjectMeta{Name: "x"}}}}
