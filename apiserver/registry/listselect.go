@@ -11,16 +11,12 @@ import (
 	"github.com/kapi-dev/kapi/storage"
 )
 
-// matches evaluates the label and field selectors of opts on a stored object.
+// matches evaluates the label and field selectors of opts on a stored
+// object; the object is decoded whole only when a selectable field (other
+// than name and namespace) is asked for.
 func (s *Store) matches(so storedObject, rev int64, opts ListOptions) (bool, error) {
-	var head struct {
-		Metadata struct {
-			Name      string            `json:"name"`
-			Namespace string            `json:"namespace"`
-			Labels    map[string]string `json:"labels"`
-		} `json:"metadata"`
-	}
-	if err := json.Unmarshal(so.json, &head); err != nil {
+	head, err := readSelectorHead(so.json)
+	if err != nil {
 		return false, meta.NewInternalError(err)
 	}
 	if opts.Labels != nil && !opts.Labels.Matches(head.Metadata.Labels) {
@@ -37,8 +33,7 @@ func (s *Store) matches(so storedObject, rev int64, opts ListOptions) (bool, err
 		case "metadata.namespace":
 			return head.Metadata.Namespace, true
 		}
-		path, ok := s.res.fieldPaths[field]
-		if !ok {
+		if _, ok := s.res.fieldPaths[field]; !ok {
 			return "", false
 		}
 		if full == nil {
@@ -47,13 +42,35 @@ func (s *Store) matches(so storedObject, rev int64, opts ListOptions) (bool, err
 				return "", false
 			}
 		}
-		v, ok := lookupPath(full, path)
-		if !ok {
-			return "", true
-		}
-		return scalarString(v), true
+		return s.fieldValue(full, field), true
 	}
 	return opts.Fields.Matches(get), nil
+}
+
+// selectorHead is what selectors read of every object: name, namespace and
+// labels.
+type selectorHead struct {
+	Metadata struct {
+		Name      string            `json:"name"`
+		Namespace string            `json:"namespace"`
+		Labels    map[string]string `json:"labels"`
+	} `json:"metadata"`
+}
+
+func readSelectorHead(js []byte) (selectorHead, error) {
+	var head selectorHead
+	err := json.Unmarshal(js, &head)
+	return head, err
+}
+
+// fieldValue is the value of selectable field label (Resource.fieldPaths)
+// in full as field selectors compare it: "" when the object has none.
+func (s *Store) fieldValue(full Object, label string) string {
+	v, ok := lookupPath(full, s.res.fieldPaths[label])
+	if !ok {
+		return ""
+	}
+	return scalarString(v)
 }
 
 // Count returns the number of stored objects of the type.

@@ -2,7 +2,6 @@ package registry
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -245,14 +244,8 @@ func (s *Store) objectAttrs(_, value []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var head struct {
-		Metadata struct {
-			Name      string            `json:"name"`
-			Namespace string            `json:"namespace"`
-			Labels    map[string]string `json:"labels"`
-		} `json:"metadata"`
-	}
-	if err := json.Unmarshal(so.json, &head); err != nil {
+	head, err := readSelectorHead(so.json)
+	if err != nil {
 		return nil, err
 	}
 	a := &objectAttrs{name: head.Metadata.Name, namespace: head.Metadata.Namespace, labels: head.Metadata.Labels}
@@ -262,13 +255,8 @@ func (s *Store) objectAttrs(_, value []byte) (any, error) {
 			return nil, err
 		}
 		a.fields = make(map[string]string, len(s.res.fieldPaths))
-		for label, path := range s.res.fieldPaths {
-			v, ok := lookupPath(full, path)
-			if !ok {
-				a.fields[label] = ""
-				continue
-			}
-			a.fields[label] = scalarString(v)
+		for label := range s.res.fieldPaths {
+			a.fields[label] = s.fieldValue(full, label)
 		}
 	}
 	return a, nil

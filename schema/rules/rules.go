@@ -118,7 +118,9 @@ func (w *walk) visit(n *node, val, old any, hasOld bool, path *meta.Path) {
 	if n == nil || !n.rulesBelow || w.spent || val == nil {
 		return
 	}
-	unchanged := hasOld && meta.DeepEqual(val, old)
+	// Compared only where rules run here: a level without rules is walked
+	// through, not compared (a comparison costs the whole value).
+	unchanged := len(n.rules) > 0 && hasOld && meta.DeepEqual(val, old)
 	for _, r := range n.rules {
 		if r.transition && !hasOld && !r.optional {
 			continue
