@@ -207,3 +207,15 @@ func writeCanonical(b *strings.Builder, v any) {
 		}
 	}
 }
+
+// SortedKeys returns the keys of m in order, in one allocation (the
+// validators and patch engines iterate objects in key order for stable
+// output).
+func SortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -8,6 +8,7 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 
 	"github.com/kapi-dev/kapi/codec"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 // MaxJSONPatchOperations is the most operations a JSON patch may have, as in
@@ -59,7 +60,7 @@ func JSONPatch(doc, patch []byte, copyLimit int64) (patched []byte, problems []s
 		if !ok {
 			return nil, nil, badRequest("error decoding patch: operation %d is %s, not a JSON object", i, jsonKind(o))
 		}
-		for _, k := range sortedKeys(m) {
+		for _, k := range meta.SortedKeys(m) {
 			if !jsonPatchOpKeys[k] {
 				problems = append(problems, fmt.Sprintf("json patch unknown field %q", "["+strconv.Itoa(i)+"]."+k))
 			}

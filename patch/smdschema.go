@@ -6,6 +6,7 @@ import (
 
 	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
 
+	"github.com/kapi-dev/kapi/meta"
 	"github.com/kapi-dev/kapi/schema"
 )
 
@@ -98,7 +99,7 @@ func (c converter) atom(s *schema.Schema, preserve, resource bool) smdschema.Ato
 
 func (c converter) object(s *schema.Schema, preserve, resource bool) *smdschema.Map {
 	fields := make([]smdschema.StructField, 0, len(s.Properties)+3)
-	for _, name := range sortedKeys(s.Properties) {
+	for _, name := range meta.SortedKeys(s.Properties) {
 		if resource && (name == "apiVersion" || name == "kind" || name == "metadata") {
 			continue
 		}

@@ -169,7 +169,7 @@ func (m *smp) mergeMap(orig, patch map[string]any, n node, path *meta.Path) (map
 	}
 	// Lists with an explicit order.
 	ordered := map[string]bool{}
-	for _, k := range sortedKeys(patch) {
+	for _, k := range meta.SortedKeys(patch) {
 		if !strings.HasPrefix(k, setElementOrderPfx) {
 			continue
 		}
@@ -183,7 +183,7 @@ func (m *smp) mergeMap(orig, patch map[string]any, n node, path *meta.Path) (map
 		}
 		ordered[field] = true
 	}
-	for _, k := range sortedKeys(patch) {
+	for _, k := range meta.SortedKeys(patch) {
 		pv := patch[k]
 		switch {
 		case k == directiveMarker || k == retainKeysDirective || strings.HasPrefix(k, setElementOrderPfx):

@@ -87,7 +87,7 @@ func (c *checker) check(s *Schema, p *meta.Path) {
 			c.add(meta.Invalid(p.Child("x-kubernetes-map-type"), s.XMapType, "may only be set on objects"))
 		}
 	}
-	for _, k := range sortedKeys(s.Properties) {
+	for _, k := range meta.SortedKeys(s.Properties) {
 		ps := s.Properties[k]
 		if ps == nil {
 			c.add(meta.Required(p.Child("properties").Key(k), "must be a schema"))

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"unicode/utf8"
 
@@ -335,7 +334,7 @@ func (v *validator) validateObject(x map[string]any, o prev, s *Schema, p *meta.
 	if s.XEmbeddedResource && p != nil {
 		v.validateEmbedded(x, p)
 	}
-	keys := sortedKeys(x)
+	keys := meta.SortedKeys(x)
 	for _, k := range keys {
 		if ps, ok := s.Properties[k]; ok {
 			v.validate(x[k], o.member(k), ps, p.Child(k))
@@ -450,12 +449,3 @@ func (v *validator) validateListMap(x []any, s *Schema, p *meta.Path) {
 
 // unspecified stands for an absent list map key.
 type unspecified struct{}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}

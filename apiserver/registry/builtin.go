@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"sort"
 
 	"github.com/kapi-dev/kapi/codec"
 	"github.com/kapi-dev/kapi/meta"
@@ -256,13 +255,13 @@ func configMapErrors(data, bin map[string]any) meta.ErrorList {
 			errs = append(errs, meta.Invalid(p, k, msg))
 		}
 	}
-	for _, k := range sortedKeys(data) {
+	for _, k := range meta.SortedKeys(data) {
 		checkKey(meta.NewPath("data").Key(k), k)
 		if s, ok := data[k].(string); ok {
 			total += len(s)
 		}
 	}
-	for _, k := range sortedKeys(bin) {
+	for _, k := range meta.SortedKeys(bin) {
 		p := meta.NewPath("binaryData").Key(k)
 		checkKey(p, k)
 		if _, dup := data[k]; dup {
@@ -309,13 +308,4 @@ func configMapKeyProblem(k string) string {
 		return "must not be '.' or '..'"
 	}
 	return ""
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -92,7 +92,7 @@ func checkSecretBody(obj Object) error {
 		if !ok {
 			continue
 		}
-		for _, k := range sortedKeys(m) {
+		for _, k := range meta.SortedKeys(m) {
 			switch v := m[k].(type) {
 			case nil:
 			case string:
@@ -167,7 +167,7 @@ func validateSecret(obj Object) meta.ErrorList {
 	data, _ := obj["data"].(map[string]any)
 	dataPath := meta.NewPath("data")
 	total := 0
-	for _, k := range sortedKeys(data) {
+	for _, k := range meta.SortedKeys(data) {
 		if msg := configMapKeyProblem(k); msg != "" {
 			errs = append(errs, meta.Invalid(dataPath.Key(k), k, msg))
 		}

@@ -10,8 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"sort"
 	"strings"
 
@@ -151,7 +149,7 @@ func (w *walk) descend(n *node, val, old any, hasOld bool, path *meta.Path) {
 			}
 			return
 		}
-		for _, k := range slices.Sorted(maps.Keys(x)) {
+		for _, k := range meta.SortedKeys(x) {
 			ov, ook := om[k]
 			w.visit(n.elem, x[k], ov, hasOld && ook, path.Key(k))
 		}
