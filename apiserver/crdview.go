@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kapi-dev/kapi/apiserver/discovery"
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/meta"
 )
@@ -163,7 +162,7 @@ func (v *crdView) current() (map[meta.GroupResource][]*registry.Resource, map[me
 		}
 	}
 	for _, rs := range byGR {
-		sort.SliceStable(rs, func(i, j int) bool { return discovery.VersionLess(rs[j].Version, rs[i].Version) })
+		sort.SliceStable(rs, func(i, j int) bool { return meta.VersionLess(rs[j].Version, rs[i].Version) })
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()

@@ -89,6 +89,9 @@ func (s *Server) resolveResource(w http.ResponseWriter, r *http.Request) (*regis
 		s.writeError(w, r, meta.NewNotFoundPath())
 		return nil, info, false
 	}
+	if res := st.Resource(); res.Deprecated {
+		addWarning(w, res.DeprecationWarning)
+	}
 	// A namespaced type needs a namespace for named objects; a cluster-scoped
 	// one has none.
 	if res := st.Resource(); (res.Namespaced && info.Name != "" && info.Namespace == "") || (!res.Namespaced && info.Namespace != "") {

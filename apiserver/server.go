@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -412,7 +413,18 @@ func (s *Server) Registry() *registry.Registry { return s.reg }
 // effect at once, discovery and OpenAPI included.
 func (s *Server) Register(res registry.Resource) error { return s.reg.Register(s.traceAdmission(res)) }
 
-// Unregister stops serving a resource type; its objects stay in storage.
+// RegisterVersions adds or replaces a type served in several versions,
+// converted into one another; see registry.Registry.RegisterVersions.
+func (s *Server) RegisterVersions(vs registry.Versions) error {
+	vs.Versions = slices.Clone(vs.Versions)
+	for i := range vs.Versions {
+		vs.Versions[i] = s.traceAdmission(vs.Versions[i])
+	}
+	return s.reg.RegisterVersions(vs)
+}
+
+// Unregister stops serving a resource type (for a type in several
+// versions, one version); its objects stay in storage.
 func (s *Server) Unregister(gvr meta.GroupVersionResource) error { return s.reg.Unregister(gvr) }
 
 // ServeHTTP implements http.Handler.

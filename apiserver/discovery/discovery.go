@@ -114,7 +114,7 @@ func groupVersions(resources []*registry.Resource) ([]groupInfo, map[string][]*r
 	groups := make([]groupInfo, 0, len(names))
 	for _, g := range names {
 		vs := versions[g]
-		sort.Slice(vs, func(i, j int) bool { return VersionLess(vs[j], vs[i]) })
+		sort.Slice(vs, func(i, j int) bool { return meta.VersionLess(vs[j], vs[i]) })
 		groups = append(groups, groupInfo{name: g, versions: vs})
 	}
 	return groups, byGV

@@ -98,6 +98,22 @@ func appendStored(out []byte, obj Object) ([]byte, error) {
 	return append(out, '}'), nil
 }
 
+// unconvertedMagic starts the value a converting storage hands up in place
+// of a stored value it could not convert (see convertingStorage.out): the
+// conversion's error message follows. Nothing writes it to storage; every
+// read of it (parseStored) fails with that error.
+const unconvertedMagic = 'x'
+
+// unconvertedError is the error of a value that could not be converted.
+type unconvertedError string
+
+func (e unconvertedError) Error() string { return string(e) }
+
+// unconvertedValue is the value that stands for one whose conversion failed.
+func unconvertedValue(err error) []byte {
+	return append([]byte{unconvertedMagic}, err.Error()...)
+}
+
 // storedObject is a decoded stored value header.
 type storedObject struct {
 	json    []byte // the stored JSON (without resourceVersion)
@@ -105,6 +121,9 @@ type storedObject struct {
 }
 
 func parseStored(v []byte) (storedObject, error) {
+	if len(v) > 0 && v[0] == unconvertedMagic {
+		return storedObject{}, unconvertedError(v[1:])
+	}
 	if len(v) < 3 || v[0] != storedMagic || v[1] != storedVersion {
 		return storedObject{}, errors.New("registry: stored value has an unknown format")
 	}

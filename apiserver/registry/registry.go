@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -59,7 +60,8 @@ type Registry struct {
 	nsStateCount atomic.Int64
 
 	mu        sync.RWMutex
-	stores    map[meta.GroupVersionResource]*Store
+	stores    map[meta.GroupVersionResource]*Store // the served types
+	sets      map[meta.GroupResource]*versionSet   // types registered with RegisterVersions
 	gen       uint64
 	listeners []func()
 }
@@ -87,7 +89,7 @@ func New(cfg Config) (*Registry, error) {
 	if cfg.MaxObjectSize <= 0 {
 		cfg.MaxObjectSize = 3 << 19
 	}
-	r := &Registry{cfg: cfg, stores: map[meta.GroupVersionResource]*Store{}}
+	r := &Registry{cfg: cfg, stores: map[meta.GroupVersionResource]*Store{}, sets: map[meta.GroupResource]*versionSet{}}
 	if err := r.loadContinueKey(); err != nil {
 		return nil, err
 	}
@@ -132,6 +134,9 @@ func (r *Registry) Register(res Resource) error {
 	if err := res.complete(); err != nil {
 		return err
 	}
+	if res.Unserved {
+		return fmt.Errorf("registry: %s %s: Unserved is for a version registered with RegisterVersions", res.GroupResource(), res.Version)
+	}
 	gvr := meta.GroupVersionResource{Group: res.Group, Version: res.Version, Resource: res.Resource}
 	if res.Virtual == nil { // a virtual type stores nothing; a view records the type it stores as
 		if err := r.recordType(&res); err != nil {
@@ -139,6 +144,10 @@ func (r *Registry) Register(res Resource) error {
 		}
 	}
 	r.mu.Lock()
+	if _, ok := r.sets[res.GroupResource()]; ok {
+		r.mu.Unlock()
+		return fmt.Errorf("registry: %s is registered in several versions: change it with RegisterVersions", res.GroupResource())
+	}
 	for other, st := range r.stores {
 		if other != gvr && other.Group == res.Group && other.Resource == res.Resource && (st.res.Virtual == nil) != (res.Virtual == nil) {
 			r.mu.Unlock()
@@ -170,6 +179,10 @@ func (r *Registry) Register(res Resource) error {
 // and are served again if the type is registered again.
 func (r *Registry) Unregister(gvr meta.GroupVersionResource) error {
 	r.mu.Lock()
+	if vs, ok := r.sets[meta.GroupResource{Group: gvr.Group, Resource: gvr.Resource}]; ok {
+		r.mu.Unlock()
+		return r.unregisterVersion(vs, gvr.Version)
+	}
 	old, ok := r.stores[gvr]
 	if !ok {
 		r.mu.Unlock()
@@ -199,11 +212,16 @@ type TypeRecord struct {
 	Resource   string `json:"resource"`
 	Kind       string `json:"kind"`
 	Namespaced bool   `json:"namespaced"`
+	// StorageVersion is the version objects are written in, for a type
+	// registered with RegisterVersions.
+	StorageVersion string `json:"storageVersion,omitempty"`
+	// StoredVersions are the versions objects of the type may still be
+	// stored in (a CRD's status.storedVersions): every storage version
+	// since the last completed migration. Set by RegisterVersions.
+	StoredVersions []string `json:"storedVersions,omitempty"`
 }
 
 func (r *Registry) recordType(res *Resource) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	rec := TypeRecord{Group: res.Group, Resource: res.Resource, Kind: res.Kind, Namespaced: res.Namespaced}
 	if v := res.StoredAs; v != nil {
 		rec.Group, rec.Resource = v.Group, v.Resource // the objects are the stored type's
@@ -211,25 +229,49 @@ func (r *Registry) recordType(res *Resource) error {
 			return nil // recorded by its own registration, with its kind
 		}
 	}
-	group := rec.Group
-	if group == "" {
-		group = "core"
-	}
-	key := []byte(r.cfg.KeyPrefix + typesPrefix + group + "/" + rec.Resource)
-	val, _ := json.Marshal(rec)
+	return r.updateTypeRecord(meta.GroupResource{Group: rec.Group, Resource: rec.Resource}, func(old TypeRecord) (TypeRecord, error) {
+		if len(old.StoredVersions) > 0 && res.StoredAs == nil && !slices.Equal(old.StoredVersions, []string{res.Version}) {
+			return rec, fmt.Errorf("registry: %s: objects may be stored in versions %v: register the type with RegisterVersions, with every one of them", res.GroupResource(), old.StoredVersions)
+		}
+		rec.StorageVersion, rec.StoredVersions = old.StorageVersion, old.StoredVersions
+		return rec, nil
+	})
+}
+
+// updateTypeRecord replaces the record of gr with what fn makes of the
+// current one (the zero record when there is none), unless fn fails.
+func (r *Registry) updateTypeRecord(gr meta.GroupResource, fn func(old TypeRecord) (TypeRecord, error)) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	key := []byte(r.cfg.KeyPrefix + typesPrefix + groupDir(gr.Group) + "/" + gr.Resource)
 	for {
 		kv, err := r.cfg.Storage.Get(ctx, key, 0)
+		var old TypeRecord
 		switch {
 		case errors.Is(err, storage.ErrNotFound):
+		case err != nil:
+			return fmt.Errorf("registry: reading the record of type %s: %w", gr, err)
+		default:
+			if err := json.Unmarshal(kv.Value, &old); err != nil {
+				return fmt.Errorf("registry: corrupt type record %q: %w", key, err)
+			}
+		}
+		rec, err := fn(old)
+		if err != nil {
+			return err
+		}
+		val, _ := json.Marshal(rec)
+		switch {
+		case kv.Value == nil:
 			_, err = r.cfg.Storage.Create(ctx, key, val)
-		case err == nil && !bytes.Equal(kv.Value, val):
+		case !bytes.Equal(kv.Value, val):
 			_, err = r.cfg.Storage.Update(ctx, key, val, kv.Revision)
 		}
 		if errors.Is(err, storage.ErrAlreadyExists) || errors.Is(err, storage.ErrConflict) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("registry: recording type %s: %w", meta.GroupResource{Group: rec.Group, Resource: rec.Resource}, err)
+			return fmt.Errorf("registry: recording type %s: %w", gr, err)
 		}
 		return nil
 	}
@@ -280,12 +322,15 @@ func (r *Registry) Store(gvr meta.GroupVersionResource) (*Store, bool) {
 }
 
 // StoreForGroupResource returns the store of a stored (not virtual) type by
-// group and resource, in any of its registered versions: all versions share
-// the objects. When the type itself is not registered, a view of its
-// objects (Resource.StoredAs) serves them.
+// group and resource: for a type in several versions, its storage
+// version's (served or not). When the type itself is not registered, a
+// view of its objects (Resource.StoredAs) serves them.
 func (r *Registry) StoreForGroupResource(gr meta.GroupResource) (*Store, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	if vs, ok := r.sets[gr]; ok {
+		return vs.stores[vs.storage], true
+	}
 	var view *Store
 	for gvr, st := range r.stores {
 		switch v := st.res.StoredAs; {
@@ -310,6 +355,14 @@ func (r *Registry) StoreForKind(apiVersion, kind string) (*Store, bool) {
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	for _, vs := range r.sets {
+		if vs.group == gv.Group && vs.kind == kind {
+			if st, ok := vs.stores[gv.Version]; ok {
+				return st, true
+			}
+			return vs.stores[vs.storage], true
+		}
+	}
 	var fallback *Store
 	for gvr, st := range r.stores {
 		if gvr.Group != gv.Group || st.res.Kind != kind || st.res.Virtual != nil {
@@ -324,13 +377,18 @@ func (r *Registry) StoreForKind(apiVersion, kind string) (*Store, bool) {
 }
 
 // StoreForKey returns the store of the stored (not virtual) type whose
-// objects live under the storage key key (a view of them when the type
-// itself is not registered), as a storage list or watch under
-// KeyPrefix returns it. Keys of types not registered, and the registry's
-// own records, have none.
+// objects live under the storage key key (its storage version's for a type
+// in several versions, a view of them when the type itself is not
+// registered), as a storage list or watch under KeyPrefix returns it. Keys
+// of types not registered, and the registry's own records, have none.
 func (r *Registry) StoreForKey(key []byte) (*Store, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	for _, vs := range r.sets {
+		if st := vs.stores[vs.storage]; bytes.HasPrefix(key, st.prefix) {
+			return st, true
+		}
+	}
 	var view *Store
 	for _, st := range r.stores {
 		if st.res.Virtual != nil || !bytes.HasPrefix(key, st.prefix) {

@@ -82,6 +82,19 @@ type Resource struct {
 	// objects, converted both ways (events.k8s.io/v1 events are core v1
 	// events). See StoredAs.
 	StoredAs *StoredAs
+	// Deprecated marks the version deprecated: every request to it is
+	// answered with a Warning header, DeprecationWarning or by default
+	// "<group>/<version> <Kind> is deprecated" (and, among several
+	// versions, "; use <group>/<version> <Kind>" naming the highest served
+	// version that is not deprecated and ranks above it), as kube-apiserver
+	// warns for a CRD version.
+	Deprecated         bool
+	DeprecationWarning string
+	// Unserved keeps a version of a type registered with RegisterVersions
+	// without serving it: objects stored in it stay readable (through the
+	// served versions) until a migration has rewritten them, after which
+	// the version can be removed. Not for Register.
+	Unserved bool
 	// Virtual, when set, makes the type virtual: nothing is stored, and
 	// each verb it serves is a host function (a review endpoint such as
 	// SelfSubjectAccessReview, or computed objects). Subresources, Strategy
@@ -290,6 +303,9 @@ func (r *Resource) complete() error {
 	}
 	if v := r.StoredAs; v != nil && (v.Resource == "" || v.FromStored == nil || v.ToStored == nil || r.Virtual != nil) {
 		return fmt.Errorf("registry: %s: StoredAs needs a resource and both conversions, and a stored type", r.GroupResource())
+	}
+	if r.Deprecated && r.DeprecationWarning == "" {
+		r.DeprecationWarning = fmt.Sprintf("%s %s is deprecated", r.APIVersion(), r.Kind)
 	}
 	v, err := rules.Compile(r.Schema, rules.Limits{})
 	if err != nil {

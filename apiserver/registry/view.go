@@ -26,29 +26,16 @@ type StoredAs struct {
 	ToStored func(obj Object) (Object, error)
 }
 
-// viewStorage is the storage a view's Store reads and writes through: the
-// stored type's keys and revisions, with every value converted on its way
-// in and out, so that the store, its lists and its watch cache see the
-// view's form only (and the cache converts each change once for all its
-// watchers).
-type viewStorage struct {
-	storage.Store
-	view *StoredAs
+// newViewStorage returns the storage of a view over st.
+func newViewStorage(st storage.Store, view *StoredAs) storage.Store {
+	return newConvertingStorage(st,
+		func(key, value []byte) ([]byte, error) { return convertStored(key, value, view.FromStored) },
+		func(key, value []byte) ([]byte, error) { return convertStored(key, value, view.ToStored) })
 }
 
-// fromStored converts a stored value into the view's stored-format value.
-func (v viewStorage) fromStored(key, value []byte) ([]byte, error) {
-	if value == nil {
-		return nil, nil
-	}
-	return v.convert(key, value, v.view.FromStored)
-}
-
-func (v viewStorage) toStored(key, value []byte) ([]byte, error) {
-	return v.convert(key, value, v.view.ToStored)
-}
-
-func (v viewStorage) convert(key, value []byte, fn func(Object) (Object, error)) ([]byte, error) {
+// convertStored decodes a stored value, converts it with fn and encodes the
+// result for storage.
+func convertStored(key, value []byte, fn func(Object) (Object, error)) ([]byte, error) {
 	so, err := parseStored(value)
 	if err != nil {
 		return nil, fmt.Errorf("converting %s: %w", key, err)
@@ -63,29 +50,58 @@ func (v viewStorage) convert(key, value []byte, fn func(Object) (Object, error))
 	return encodeStored(obj)
 }
 
-func (v viewStorage) Get(ctx context.Context, key []byte, revision int64) (storage.KeyValue, error) {
+// convertingStorage is the storage a Store reads and writes through when
+// the stored form of its objects is not the form it serves (a view, or a
+// version other than the storage version): the underlying keys and
+// revisions, with every value converted on its way out (fromStored) and in
+// (toStored), so that the store, its lists and its watch cache see the
+// served form only (and the cache converts each change once for all its
+// watchers).
+type convertingStorage struct {
+	storage.Store
+	fromStored func(key, value []byte) ([]byte, error) // never called with a nil value
+	toStored   func(key, value []byte) ([]byte, error)
+}
+
+// out converts a value read from storage; nil stays nil (no previous
+// value). A value it cannot convert becomes an unconvertedValue, which
+// fails every read of that object with the conversion's error and leaves
+// the others (and the watch cache) alone: a list or watch that reaches it
+// reports it.
+func (v convertingStorage) out(key, value []byte) ([]byte, error) {
+	if value == nil {
+		return nil, nil
+	}
+	out, err := v.fromStored(key, value)
+	if err != nil {
+		return unconvertedValue(err), nil
+	}
+	return out, nil
+}
+
+func (v convertingStorage) Get(ctx context.Context, key []byte, revision int64) (storage.KeyValue, error) {
 	kv, err := v.Store.Get(ctx, key, revision)
 	if err == nil {
-		kv.Value, err = v.fromStored(kv.Key, kv.Value)
+		kv.Value, err = v.out(kv.Key, kv.Value)
 	}
 	return kv, err
 }
 
-func (v viewStorage) List(ctx context.Context, opts storage.ListOptions) (storage.ListResult, error) {
+func (v convertingStorage) List(ctx context.Context, opts storage.ListOptions) (storage.ListResult, error) {
 	page, err := v.Store.List(ctx, opts)
-	if err != nil {
+	if err != nil || opts.KeysOnly {
 		return page, err
 	}
 	for i := range page.Items {
 		kv := &page.Items[i]
-		if kv.Value, err = v.fromStored(kv.Key, kv.Value); err != nil {
+		if kv.Value, err = v.out(kv.Key, kv.Value); err != nil {
 			return storage.ListResult{}, err
 		}
 	}
 	return page, nil
 }
 
-func (v viewStorage) Create(ctx context.Context, key, value []byte) (int64, error) {
+func (v convertingStorage) Create(ctx context.Context, key, value []byte) (int64, error) {
 	value, err := v.toStored(key, value)
 	if err != nil {
 		return 0, err
@@ -93,7 +109,7 @@ func (v viewStorage) Create(ctx context.Context, key, value []byte) (int64, erro
 	return v.Store.Create(ctx, key, value)
 }
 
-func (v viewStorage) Update(ctx context.Context, key, value []byte, expectedRevision int64) (int64, error) {
+func (v convertingStorage) Update(ctx context.Context, key, value []byte, expectedRevision int64) (int64, error) {
 	value, err := v.toStored(key, value)
 	if err != nil {
 		return 0, err
@@ -101,10 +117,10 @@ func (v viewStorage) Update(ctx context.Context, key, value []byte, expectedRevi
 	return v.Store.Update(ctx, key, value, expectedRevision)
 }
 
-func (v viewStorage) Delete(ctx context.Context, key []byte, expectedRevision int64) (storage.KeyValue, int64, error) {
+func (v convertingStorage) Delete(ctx context.Context, key []byte, expectedRevision int64) (storage.KeyValue, int64, error) {
 	kv, rev, err := v.Store.Delete(ctx, key, expectedRevision)
 	if err == nil {
-		kv.Value, err = v.fromStored(kv.Key, kv.Value)
+		kv.Value, err = v.out(kv.Key, kv.Value)
 	}
 	return kv, rev, err
 }
@@ -112,7 +128,7 @@ func (v viewStorage) Delete(ctx context.Context, key []byte, expectedRevision in
 // Watch converts the values of every change; a change it cannot convert
 // ends the watch with an error event naming the key (and the backend's
 // watch with it).
-func (v viewStorage) Watch(ctx context.Context, opts storage.WatchOptions) (<-chan storage.Event, error) {
+func (v convertingStorage) Watch(ctx context.Context, opts storage.WatchOptions) (<-chan storage.Event, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	in, err := v.Store.Watch(ctx, opts)
 	if err != nil {
@@ -130,8 +146,8 @@ func (v viewStorage) Watch(ctx context.Context, opts storage.WatchOptions) (<-ch
 		for ev := range in {
 			if ev.Type == storage.EventPut || ev.Type == storage.EventDelete {
 				var err error
-				if ev.Value, err = v.fromStored(ev.Key, ev.Value); err == nil {
-					ev.PrevValue, err = v.fromStored(ev.Key, ev.PrevValue)
+				if ev.Value, err = v.out(ev.Key, ev.Value); err == nil {
+					ev.PrevValue, err = v.out(ev.Key, ev.PrevValue)
 				}
 				if err != nil {
 					ev = storage.Event{Type: storage.EventError, Err: err}
@@ -150,21 +166,22 @@ func (v viewStorage) Watch(ctx context.Context, opts storage.WatchOptions) (<-ch
 	return out, nil
 }
 
-// progressViewStorage is a viewStorage over storage that can request
-// progress events, which it forwards.
-type progressViewStorage struct {
-	viewStorage
+// progressConvertingStorage is a convertingStorage over storage that can
+// request progress events, which it forwards.
+type progressConvertingStorage struct {
+	convertingStorage
 }
 
-func (v progressViewStorage) RequestProgress(ctx context.Context) error {
+func (v progressConvertingStorage) RequestProgress(ctx context.Context) error {
 	return v.Store.(storage.ProgressRequester).RequestProgress(ctx)
 }
 
-// newViewStorage returns the storage of a view over st.
-func newViewStorage(st storage.Store, view *StoredAs) storage.Store {
-	v := viewStorage{Store: st, view: view}
+// newConvertingStorage returns st with values converted by fromStored on
+// their way out and toStored on their way in.
+func newConvertingStorage(st storage.Store, fromStored, toStored func(key, value []byte) ([]byte, error)) storage.Store {
+	v := convertingStorage{Store: st, fromStored: fromStored, toStored: toStored}
 	if _, ok := st.(storage.ProgressRequester); ok {
-		return progressViewStorage{v}
+		return progressConvertingStorage{v}
 	}
 	return v
 }

@@ -241,6 +241,9 @@ func (a *objectAttrs) field(f string) (string, bool) {
 
 func (s *Store) objectAttrs(_, value []byte) (any, error) {
 	so, err := parseStored(value)
+	if errors.As(err, new(unconvertedError)) {
+		return unconvertedAttrs{}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -262,12 +265,20 @@ func (s *Store) objectAttrs(_, value []byte) (any, error) {
 	return a, nil
 }
 
+// unconvertedAttrs are the attributes of an object whose conversion
+// failed: every selector passes it, so that the list or watch fails on it
+// instead of leaving it out without a word.
+type unconvertedAttrs struct{}
+
 // selectorFilter returns the watch filter of the selectors (nil: none).
 func selectorFilter(l LabelMatcher, f FieldMatcher) func(any) bool {
 	if l == nil && f == nil {
 		return nil
 	}
 	return func(v any) bool {
+		if _, ok := v.(unconvertedAttrs); ok {
+			return true // let the read of the object report its error
+		}
 		a, ok := v.(*objectAttrs)
 		if !ok {
 			return false
