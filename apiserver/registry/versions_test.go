@@ -46,7 +46,7 @@ func verWidgetsV2ToV1(src *verWidgetV2, dst *verWidgetV1) error {
 }
 
 // verWidgets is widgets in v1 and v2 (hub v1), stored in storageVersion.
-func verWidgets(t *testing.T, storageVersion string) Versions {
+func verWidgets(t testing.TB, storageVersion string) Versions {
 	t.Helper()
 	base := Resource{Group: "example.dev", Resource: "widgets", Kind: "Widget", Namespaced: true}
 	v1 := base
@@ -69,7 +69,7 @@ func verWidgets(t *testing.T, storageVersion string) Versions {
 	}
 }
 
-func newVersionsRegistry(t *testing.T) *Registry {
+func newVersionsRegistry(t testing.TB) *Registry {
 	t.Helper()
 	store, err := badger.Open(badger.InMemoryOptions())
 	if err != nil {
