@@ -214,6 +214,13 @@ func (r *Registry) Close() {
 	for _, st := range r.stores {
 		stores = append(stores, st)
 	}
+	for _, vs := range r.sets {
+		for v, st := range vs.stores {
+			if vs.byName[v].Unserved { // the served ones are in r.stores
+				stores = append(stores, st)
+			}
+		}
+	}
 	r.mu.RUnlock()
 	for _, st := range stores {
 		st.stopWatchCache()
