@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/kapi-dev/kapi/meta"
+	"github.com/kapi-dev/kapi/schema"
 	"github.com/kapi-dev/kapi/storage"
 )
 
@@ -214,8 +215,9 @@ func (vs *versionSet) apiVersion(v string) string {
 	return meta.GroupVersion{Group: vs.group, Version: v}.String()
 }
 
-// convert converts obj, in version from, into version to; obj may be
-// modified. name names the object in errors.
+// convert converts obj, in version from, into version to (a registered
+// version), and prunes the result with to's schema; obj may be modified.
+// name names the object in errors.
 func (vs *versionSet) convert(obj Object, from, to, name string) (Object, error) {
 	if from == to {
 		return obj, nil
@@ -226,6 +228,7 @@ func (vs *versionSet) convert(obj Object, from, to, name string) (Object, error)
 	}
 	if vs.none {
 		obj["apiVersion"] = vs.apiVersion(to)
+		schema.Prune(obj, vs.byName[to].Schema)
 		return obj, nil
 	}
 	var err error
@@ -239,6 +242,9 @@ func (vs *versionSet) convert(obj Object, from, to, name string) (Object, error)
 			return nil, &ConversionError{Group: vs.group, Kind: vs.kind, From: from, To: to, Object: name, Err: err}
 		}
 	}
+	// What the target version does not describe goes, as kube-apiserver
+	// prunes a conversion's result with the target's schema.
+	schema.Prune(obj, vs.byName[to].Schema)
 	return obj, nil
 }
 

@@ -339,3 +339,22 @@ func TestVersionsDeprecationWarning(t *testing.T) {
 		}
 	}
 }
+
+// A conversion's result is pruned with the target version's schema: with
+// None, a field only v2 has is not seen through v1.
+func TestVersionsConversionResultIsPruned(t *testing.T) {
+	ctx := context.Background()
+	reg := newVersionsRegistry(t)
+	def := verWidgets(t, "v2")
+	def.Conversion = Conversion{None: true}
+	if err := reg.RegisterVersions(def); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := versionStore(t, reg, "v2").Create(ctx, "default", mustObject(t,
+		`{"apiVersion":"example.dev/v2","kind":"Widget","metadata":{"name":"a"},"spec":{"size":1,"paint":{"color":"red"}}}`), WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := getAs(t, reg, "v1", "a"); len(spec(got)) != 1 || spec(got)["size"] == nil {
+		t.Errorf("through v1: spec %v, want only size", spec(got))
+	}
+}
