@@ -59,8 +59,8 @@ type FieldManager struct {
 	plain    *merge.Updater // writes to other subresources
 	// filters are the reset-field filters of the object and of /status.
 	mainFilter, statusFilter fieldpath.Filter
-	// versions are the other versions of a type served in several (nil:
-	// one version, whose updaters above read every entry as it is).
+	// versions are all the versions of a type served in several (nil: one
+	// version, whose updaters above read every entry as it is).
 	versions *versionTable
 
 	stamps meta.Stamps // the time of a create's entry

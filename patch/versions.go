@@ -85,7 +85,7 @@ func (t *versionTable) parser(av fieldpath.APIVersion) (typed.ParseableType, boo
 // home: its converter remembers the conversions of the write, which
 // structured-merge-diff asks for more than once (once per manager).
 func (t *versionTable) updater(home fieldpath.APIVersion, subresource string) *merge.Updater {
-	b := merge.UpdaterBuilder{Converter: &convertingWrite{t: t, home: home, memo: map[convertKey]*typed.TypedValue{}}}
+	b := merge.UpdaterBuilder{Converter: &convertingWrite{t: t, home: home}}
 	switch subresource {
 	case "":
 		b.IgnoreFilter = t.mainFilters
@@ -112,8 +112,8 @@ type convertKey struct {
 // values between the versions of a type through the type's conversion.
 type convertingWrite struct {
 	t    *versionTable
-	home fieldpath.APIVersion // the version of values without an apiVersion
-	memo map[convertKey]*typed.TypedValue
+	home fieldpath.APIVersion             // the version of values without an apiVersion
+	memo map[convertKey]*typed.TypedValue // made on the first conversion
 }
 
 func (c *convertingWrite) IsMissingVersionError(err error) bool {
@@ -169,6 +169,9 @@ func (c *convertingWrite) Convert(v *typed.TypedValue, to fieldpath.APIVersion) 
 	out, err := typed.AsTyped(newOrderedValue(sv), p.Schema, p.TypeRef, typed.AllowDuplicates)
 	if err != nil {
 		return nil, fmt.Errorf("the object converted to %s does not match that version's schema: %w", string(to), err)
+	}
+	if c.memo == nil {
+		c.memo = map[convertKey]*typed.TypedValue{}
 	}
 	c.memo[key] = out
 	return out, nil
