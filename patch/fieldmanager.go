@@ -59,6 +59,9 @@ type FieldManager struct {
 	plain    *merge.Updater // writes to other subresources
 	// filters are the reset-field filters of the object and of /status.
 	mainFilter, statusFilter fieldpath.Filter
+	// versions are all the versions of a type served in several (nil: one
+	// version, whose updaters above read every entry as it is).
+	versions *versionTable
 
 	stamps meta.Stamps // the time of a create's entry
 
@@ -78,9 +81,11 @@ func NewFieldManager(s *schema.Schema, gvk meta.GroupVersionKind, statusSubresou
 
 func (m *FieldManager) init() {
 	m.once.Do(func() {
-		sch := SMDSchema(m.src)
-		name := rootTypeName
-		m.parser = typed.ParseableType{Schema: sch, TypeRef: named(name)}
+		if m.versions != nil {
+			m.parser, _ = m.versions.parser(m.apiVersion)
+		} else {
+			m.parser = typed.ParseableType{Schema: SMDSchema(m.src), TypeRef: named(rootTypeName)}
+		}
 		m.stripSet = fieldpath.NewSet(
 			fieldpath.MakePathOrDie("apiVersion"),
 			fieldpath.MakePathOrDie("kind"),
@@ -120,6 +125,9 @@ func (m *FieldManager) filter(subresource string) fieldpath.Filter {
 }
 
 func (m *FieldManager) updater(subresource string) *merge.Updater {
+	if m.versions != nil {
+		return m.versions.updater(m.apiVersion, subresource)
+	}
 	switch subresource {
 	case "":
 		return m.main
@@ -129,8 +137,8 @@ func (m *FieldManager) updater(subresource string) *merge.Updater {
 	return m.plain
 }
 
-// sameVersion is the version converter: kapi serves one schema per
-// registration, so every version reads the object as it is.
+// sameVersion is the version converter of a type served in one version:
+// every entry reads the object as it is.
 type sameVersion struct{}
 
 func (sameVersion) Convert(obj *typed.TypedValue, _ fieldpath.APIVersion) (*typed.TypedValue, error) {

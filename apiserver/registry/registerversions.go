@@ -40,9 +40,11 @@ func (r *Registry) RegisterVersions(def Versions) error {
 		return err
 	}
 	vs.stores = map[string]*Store{}
+	fields := vs.fieldManagers()
 	for v, res := range vs.byName {
 		st := newStore(r, res)
 		st.storage = vs.versionStorage(r.cfg.Storage, st.prefix, v)
+		st.fields = fields[v]
 		vs.stores[v] = st
 	}
 
