@@ -6,10 +6,18 @@
 //	DELETE /types/{name}   stop serving it (its objects stay in storage)
 //	GET    /types          the current definitions
 //
+// A type has one version (version and schema) or several (versions, each
+// with its schema, exactly one of them the storage version), converted into
+// one another by rewriting apiVersion (conversion strategy None) or by
+// moving fields through a hub (strategy FieldMoves); see Definition.
+// Versions may be added, unserved, deprecated or removed, and the storage
+// version changed, by putting the definition again.
+//
 // A definition the server cannot serve (a schema that is not structural, a
-// validation rule that does not compile) is refused with 422 and the reason,
-// and the type stays as it was. The API itself is served under /kube.
-// Definitions are kept in <data-dir>/types.json, so they survive restarts.
+// validation rule that does not compile, a version objects may still be
+// stored in left out) is refused with a 422 Status and the reason, and the
+// type stays as it was. The API itself is served under /kube. Definitions
+// are kept in <data-dir>/types.json, so they survive restarts.
 package main
 
 import (
@@ -33,22 +41,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kapi-dev/kapi/apiserver"
-	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/meta"
-	"github.com/kapi-dev/kapi/schema"
 	"github.com/kapi-dev/kapi/storage/badger"
 )
-
-// Definition describes one type, as the essential fields of a CRD.
-type Definition struct {
-	Group      string         `json:"group"`
-	Version    string         `json:"version"`
-	Plural     string         `json:"plural"`
-	Kind       string         `json:"kind"`
-	ShortNames []string       `json:"shortNames,omitempty"`
-	Namespaced bool           `json:"namespaced"`
-	Schema     *schema.Schema `json:"schema"`
-}
 
 // types is the admin side: it turns definitions into registrations.
 type types struct {
@@ -58,33 +53,58 @@ type types struct {
 	defs map[string]Definition
 }
 
-func (t *types) register(name string, d Definition) error {
-	if d.Schema == nil {
-		return errors.New("a definition needs a schema")
+// register serves d's type in each of its versions. Every type is
+// registered with RegisterVersions, a type in one version too, so that a
+// definition may go from one version to several and back.
+func (t *types) register(d Definition) error {
+	vs, err := d.versions()
+	if err != nil {
+		return err
 	}
-	if err := schema.Check(d.Schema); err != nil {
-		return fmt.Errorf("the schema is not structural: %w", err)
+	if err := t.api.RegisterVersions(vs); err != nil {
+		return &refusedError{err}
 	}
-	return t.api.Register(registry.Resource{
-		Group: d.Group, Version: d.Version, Resource: d.Plural, Kind: d.Kind,
-		ShortNames: d.ShortNames, Namespaced: d.Namespaced, Schema: d.Schema,
-	})
+	return nil
+}
+
+// unregister stops serving d's type; its objects stay in storage. A type in
+// several versions stays registered with none of them served: the registry
+// refuses to drop a version objects may still be stored in, or the storage
+// version, one by one.
+func (t *types) unregister(d Definition) error {
+	vs, err := d.versions()
+	if err != nil {
+		return err
+	}
+	if len(vs.Versions) == 1 {
+		r := vs.Versions[0]
+		return t.api.Unregister(meta.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource})
+	}
+	for i := range vs.Versions {
+		vs.Versions[i].Unserved = true
+	}
+	return t.api.RegisterVersions(vs)
 }
 
 func (t *types) put(name string, d Definition) error {
+	if _, err := d.versions(); err != nil {
+		return err // refused before the served type is touched
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	old, renamed := t.defs[name]
-	renamed = renamed && (old.Group != d.Group || old.Version != d.Version || old.Plural != d.Plural)
+	renamed = renamed && (old.Group != d.Group || old.Plural != d.Plural)
 	if renamed {
 		// A renamed type: the old name stops being served.
-		_ = t.api.Unregister(meta.GroupVersionResource{Group: old.Group, Version: old.Version, Resource: old.Plural})
+		if err := t.unregister(old); err != nil {
+			return fmt.Errorf("unregistering %s.%s: %w", old.Plural, old.Group, err)
+		}
 	}
-	if err := t.register(name, d); err != nil {
+	if err := t.register(d); err != nil {
 		if renamed {
 			// Refused (a validation rule that does not compile, say): the
 			// old type goes on being served, as its kept definition says.
-			_ = t.register(name, old)
+			_ = t.register(old)
 		}
 		return err
 	}
@@ -99,7 +119,7 @@ func (t *types) remove(name string) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	if err := t.api.Unregister(meta.GroupVersionResource{Group: d.Group, Version: d.Version, Resource: d.Plural}); err != nil {
+	if err := t.unregister(d); err != nil {
 		return true, err
 	}
 	delete(t.defs, name)
@@ -134,7 +154,7 @@ func (t *types) load() error {
 		return fmt.Errorf("reading %s: %w", t.file, err)
 	}
 	for name, d := range t.defs {
-		if err := t.register(name, d); err != nil {
+		if err := t.register(d); err != nil {
 			return fmt.Errorf("type %s: %w", name, err)
 		}
 	}
@@ -159,34 +179,52 @@ func (t *types) routes() chi.Router {
 		_ = json.NewEncoder(w).Encode(out)
 	})
 	r.Put("/{name}", func(w http.ResponseWriter, r *http.Request) {
+		name := chi.URLParam(r, "name")
 		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+			writeStatus(w, http.StatusBadRequest, meta.StatusReasonBadRequest, name, "reading the definition: "+err.Error())
 			return
 		}
 		var d Definition
 		if err := yaml.UnmarshalStrict(body, &d); err != nil {
-			http.Error(w, "bad definition: "+err.Error(), http.StatusBadRequest)
+			writeStatus(w, http.StatusBadRequest, meta.StatusReasonBadRequest, name, "bad definition: "+err.Error())
 			return
 		}
-		if err := t.put(chi.URLParam(r, "name"), d); err != nil {
-			http.Error(w, err.Error(), http.StatusUnprocessableEntity)
-			return
+		var refusal *refusedError
+		switch err := t.put(name, d); {
+		case errors.As(err, &refusal):
+			writeStatus(w, http.StatusUnprocessableEntity, meta.StatusReasonInvalid, name, err.Error())
+		case err != nil:
+			writeStatus(w, http.StatusInternalServerError, meta.StatusReasonInternalError, name, err.Error())
+		default:
+			w.WriteHeader(http.StatusNoContent)
 		}
-		w.WriteHeader(http.StatusNoContent)
 	})
 	r.Delete("/{name}", func(w http.ResponseWriter, r *http.Request) {
-		found, err := t.remove(chi.URLParam(r, "name"))
+		name := chi.URLParam(r, "name")
+		found, err := t.remove(name)
 		switch {
 		case err != nil:
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+			writeStatus(w, http.StatusInternalServerError, meta.StatusReasonInternalError, name, err.Error())
 		case !found:
-			http.Error(w, "no such type", http.StatusNotFound)
+			writeStatus(w, http.StatusNotFound, meta.StatusReasonNotFound, name, fmt.Sprintf("type %q not found", name))
 		default:
 			w.WriteHeader(http.StatusNoContent)
 		}
 	})
 	return r
+}
+
+// writeStatus answers an admin request that failed with a Status, as the
+// API answers its errors.
+func writeStatus(w http.ResponseWriter, code int, reason meta.StatusReason, name, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(meta.Status{
+		TypeMeta: meta.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   meta.StatusFailure, Message: msg, Reason: reason, Code: int32(code),
+		Details: &meta.StatusDetails{Name: name, Kind: "types"},
+	})
 }
 
 // newHandler builds the example's handler: the API under /kube and the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kapi-dev/kapi/apiserver"
+	"github.com/kapi-dev/kapi/meta"
 	"github.com/kapi-dev/kapi/storage/badger"
 )
 
@@ -46,24 +49,71 @@ func openStore(t *testing.T, dir string) *badger.Store {
 // serve runs the example's handler over store and typesFile; call sends it
 // a request and returns the status code and body, stop ends it.
 func serve(t *testing.T, store *badger.Store, typesFile string) (call func(method, path, body string) (int, string), stop func()) {
+	s := serveAPI(t, store, typesFile)
+	return s.call, s.stop
+}
+
+// testServer is the example's handler served over HTTP.
+type testServer struct {
+	api *apiserver.Server
+	url string
+	// stop ends it.
+	stop func()
+	t    *testing.T
+}
+
+func serveAPI(t *testing.T, store *badger.Store, typesFile string) *testServer {
 	h, api, err := newHandler(context.Background(), slog.New(slog.DiscardHandler), store, typesFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(h)
-	call = func(method, path, body string) (int, string) {
-		t.Helper()
-		req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+	return &testServer{api: api, url: ts.URL, stop: func() { ts.Close(); api.Close() }, t: t}
+}
+
+// do sends a request with a JSON body and returns the status code, body
+// and header.
+func (s *testServer) do(method, path, body string) (int, string, http.Header) {
+	s.t.Helper()
+	return s.doType(method, path, "application/json", body)
+}
+
+// doType is do with the body's content type.
+func (s *testServer) doType(method, path, contentType, body string) (int, string, http.Header) {
+	s.t.Helper()
+	req, _ := http.NewRequest(method, s.url+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", contentType)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
 	}
-	return call, func() { ts.Close(); api.Close() }
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+// call is do without the header.
+func (s *testServer) call(method, path, body string) (int, string) {
+	s.t.Helper()
+	code, b, _ := s.do(method, path, body)
+	return code, b
+}
+
+// callType is doType without the header.
+func (s *testServer) callType(method, path, contentType, body string) (int, string) {
+	s.t.Helper()
+	code, b, _ := s.doType(method, path, contentType, body)
+	return code, b
+}
+
+// status decodes a Status answer, failing the test on anything else.
+func status(t *testing.T, body string) meta.Status {
+	t.Helper()
+	var st meta.Status
+	if err := json.Unmarshal([]byte(body), &st); err != nil || st.Kind != "Status" {
+		t.Fatalf("not a Status (%v): %s", err, body)
+	}
+	return st
 }
 
 func TestTypesAtRunTime(t *testing.T) {
@@ -159,7 +209,8 @@ func TestRefusedRules(t *testing.T) {
 	broken := strings.Replace(gadgetRules, "self != 'root'", "self != root", 1)
 	for _, def := range []string{broken, strings.Replace(broken, "plural: gadgets", "plural: gizmos", 1)} {
 		code, body := call("PUT", "/types/gadgets", def)
-		if code != 422 || !strings.Contains(body, `spec.name: x-kubernetes-validations[0]: rule: Invalid value: "self != root": compilation failed: ERROR: <input>:1:9: undeclared reference to 'root'`) {
+		if st := status(t, body); code != 422 || st.Code != 422 || st.Reason != meta.StatusReasonInvalid ||
+			!strings.Contains(st.Message, `spec.name: x-kubernetes-validations[0]: rule: Invalid value: "self != root": compilation failed: ERROR: <input>:1:9: undeclared reference to 'root'`) {
 			t.Errorf("PUT of a rule that does not compile: %d %s", code, body)
 		}
 		if code, body := call("GET", gadgets+"/g1", ""); code != 200 {
