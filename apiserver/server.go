@@ -423,6 +423,10 @@ func (s *Server) RegisterVersions(vs registry.Versions) error {
 	return s.reg.RegisterVersions(vs)
 }
 
+// UnregisterVersions stops serving every version of a type registered with
+// RegisterVersions; its objects stay in storage.
+func (s *Server) UnregisterVersions(gr meta.GroupResource) error { return s.reg.UnregisterVersions(gr) }
+
 // Unregister stops serving a resource type (for a type in several
 // versions, one version); its objects stay in storage.
 func (s *Server) Unregister(gvr meta.GroupVersionResource) error { return s.reg.Unregister(gvr) }

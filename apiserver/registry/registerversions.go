@@ -119,27 +119,40 @@ func (r *Registry) recordVersions(vs *versionSet) error {
 	})
 }
 
+// UnregisterVersions stops serving every version of a type registered with
+// RegisterVersions. Its objects stay in storage, and so does its record of
+// the versions they may be stored in: registering the type again needs
+// those versions.
+func (r *Registry) UnregisterVersions(gr meta.GroupResource) error {
+	r.mu.Lock()
+	vs, ok := r.sets[gr]
+	if !ok {
+		r.mu.Unlock()
+		return fmt.Errorf("registry: %s is not registered with RegisterVersions", gr)
+	}
+	delete(r.sets, gr)
+	for v := range vs.stores {
+		delete(r.stores, meta.GroupVersionResource{Group: gr.Group, Version: v, Resource: gr.Resource})
+	}
+	r.gen++
+	listeners := append([]func(){}, r.listeners...)
+	r.mu.Unlock()
+	for _, st := range vs.stores {
+		st.stopWatchCache()
+	}
+	for _, l := range listeners {
+		l()
+	}
+	return nil
+}
+
 // unregisterVersion removes version v from a set: the set is registered
 // again without it, or, for its last version, removed (its objects stay in
 // storage).
 func (r *Registry) unregisterVersion(vs *versionSet, v string) error {
 	gr := vs.def.Versions[0].GroupResource()
 	if len(vs.def.Versions) == 1 {
-		r.mu.Lock()
-		if r.sets[gr] != vs {
-			r.mu.Unlock()
-			return fmt.Errorf("registry: %s changed while it was being unregistered", gr)
-		}
-		delete(r.sets, gr)
-		delete(r.stores, meta.GroupVersionResource{Group: gr.Group, Version: v, Resource: gr.Resource})
-		r.gen++
-		listeners := append([]func(){}, r.listeners...)
-		r.mu.Unlock()
-		vs.stores[v].stopWatchCache()
-		for _, l := range listeners {
-			l()
-		}
-		return nil
+		return r.UnregisterVersions(gr)
 	}
 	if v == vs.storage {
 		return fmt.Errorf("registry: %s %s is the storage version: register the type with another storage version first", gr, v)

@@ -67,23 +67,10 @@ func (t *types) register(d Definition) error {
 	return nil
 }
 
-// unregister stops serving d's type; its objects stay in storage. A type in
-// several versions stays registered with none of them served: the registry
-// refuses to drop a version objects may still be stored in, or the storage
-// version, one by one.
+// unregister stops serving d's type, every version of it; its objects stay
+// in storage.
 func (t *types) unregister(d Definition) error {
-	vs, err := d.versions()
-	if err != nil {
-		return err
-	}
-	if len(vs.Versions) == 1 {
-		r := vs.Versions[0]
-		return t.api.Unregister(meta.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource})
-	}
-	for i := range vs.Versions {
-		vs.Versions[i].Unserved = true
-	}
-	return t.api.RegisterVersions(vs)
+	return t.api.UnregisterVersions(meta.GroupResource{Group: d.Group, Resource: d.Plural})
 }
 
 func (t *types) put(name string, d Definition) error {
