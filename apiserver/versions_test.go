@@ -95,6 +95,16 @@ func breakOnLabel(obj registry.Object) error {
 	return nil
 }
 
+// admissionSeen says what a hook saw: the hook's name, the request's
+// version, and the apiVersion and spec of the object and the old object.
+func admissionSeen(hook string, req *registry.AdmissionRequest) string {
+	s := fmt.Sprintf("%s: %s %s %s %v", hook, req.Operation, req.Kind.Version, req.Object["apiVersion"], req.Object["spec"])
+	if req.OldObject != nil {
+		s += fmt.Sprintf(" / %s %v", req.OldObject["apiVersion"], req.OldObject["spec"])
+	}
+	return s
+}
+
 // definition returns the four versions, storage version v1.
 func (vw *versionedWidgets) definition(t testing.TB) registry.Versions {
 	t.Helper()
@@ -123,7 +133,7 @@ func (vw *versionedWidgets) definition(t testing.TB) registry.Versions {
 	if vw.admission != nil {
 		for _, r := range []*registry.Resource{&v1, &v2} {
 			r.Admission = []registry.AdmissionHook{{Name: "record-" + r.Version, Validate: func(_ context.Context, req *registry.AdmissionRequest) error {
-				vw.admission <- r.Version + " saw " + req.Kind.Version + " " + fmt.Sprint(req.Object["apiVersion"]) + " " + fmt.Sprint(req.Object["spec"])
+				vw.admission <- admissionSeen(r.Version, req)
 				return nil
 			}}}
 		}
@@ -164,14 +174,19 @@ func (vw *versionedWidgets) definition(t testing.TB) registry.Versions {
 
 // newVersionsServer starts a server (anonymous access, controllers
 // running) serving namespaces, configmaps and the versioned widgets.
-func newVersionsServer(t testing.TB, vw *versionedWidgets) (*Server, *httptest.Server) {
+// options, when given, changes the server's Config.
+func newVersionsServer(t testing.TB, vw *versionedWidgets, options ...func(*Config)) (*Server, *httptest.Server) {
 	t.Helper()
 	store, err := badger.Open(badger.InMemoryOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	api, err := New(context.Background(), Config{Storage: store, MaxRequestBodyBytes: 1 << 20, AllowAnonymous: true})
+	cfg := Config{Storage: store, MaxRequestBodyBytes: 1 << 20, AllowAnonymous: true}
+	for _, o := range options {
+		o(&cfg)
+	}
+	api, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
