@@ -145,7 +145,7 @@ func (vw *versionedWidgets) definition(t testing.TB) registry.Versions {
 	return registry.Versions{
 		Versions: []registry.Resource{v1, v2, beta, alpha},
 		Storage:  "v1",
-		Conversion: registry.Conversion{Spokes: map[string]registry.Spoke{
+		Conversion: registry.Conversion{Hub: "v1", Spokes: map[string]registry.Spoke{
 			"v1beta1":  same,
 			"v1alpha1": same,
 			"v2": {
@@ -338,3 +338,5 @@ func TestVersionsTableAndMetadata(t *testing.T) {
 		}
 	}
 }
+
+func registryConversionNone() registry.Conversion { return registry.Conversion{None: true} }
