@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/codec"
 	"github.com/kapi-dev/kapi/schema"
 	"github.com/kapi-dev/kapi/storage/badger"
 )
@@ -32,6 +33,20 @@ const (
 	vwPath   = "/apis/example.dev/%s/namespaces/default/widgets"
 	vwLabel  = "convert" // a label whose value "fail" or "panic" breaks the v2 conversion
 	vwFailed = "fail"
+)
+
+// vwV2Message is the protobuf form of v2 (v1 has none: JSON only).
+var vwV2Message = codec.MustMessage("Widget",
+	codec.Field{Name: "metadata", Number: 1, Kind: codec.MessageKind, Message: codec.ObjectMetaMessage},
+	codec.Field{Name: "spec", Number: 2, Kind: codec.MessageKind, Message: codec.MustMessage("WidgetSpec",
+		codec.Field{Name: "size", Number: 1, Kind: codec.Int64},
+		codec.Field{Name: "paint", Number: 2, Kind: codec.MessageKind, Message: codec.MustMessage("Paint",
+			codec.Field{Name: "color", Number: 1, Kind: codec.String})},
+		codec.Field{Name: "scale", Number: 3, Kind: codec.MessageKind, Message: codec.MustMessage("WidgetScale",
+			codec.Field{Name: "replicas", Number: 1, Kind: codec.Int32})})},
+	codec.Field{Name: "status", Number: 3, Kind: codec.MessageKind, Message: codec.MustMessage("WidgetStatus",
+		codec.Field{Name: "replicas", Number: 1, Kind: codec.Int32},
+		codec.Field{Name: "phase", Number: 2, Kind: codec.String})},
 )
 
 // vwPathOf is the widgets collection of version v in namespace default.
@@ -126,6 +141,7 @@ func (vw *versionedWidgets) definition(t testing.TB) registry.Versions {
 		{Name: "Size", Type: "integer", JSONPath: ".spec.size", Priority: 1},
 	}
 	v2.SelectableFields = []string{".spec.paint.color"}
+	v2.Protobuf = vwV2Message
 	beta := base
 	beta.Version, beta.Schema, beta.Deprecated = "v1beta1", vwSchema(t, vwV1Schema), true
 	alpha := base

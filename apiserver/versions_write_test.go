@@ -5,6 +5,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/kapi-dev/kapi/codec"
 )
 
 // vwGet reads a widget through version v.
@@ -210,4 +212,34 @@ func containsAll(s string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+// A version with a protobuf message is served in protobuf (gets and
+// lists, objects in that version); a version without one answers JSON.
+func TestVersionsProtobuf(t *testing.T) {
+	vw := &versionedWidgets{}
+	_, ts := newVersionsServer(t, vw)
+	vwCreate(t, ts, "a", "red", "")
+	const pb = "application/vnd.kubernetes.protobuf"
+	r := do(t, ts, "GET", vwPathOf("v2")+"/a", "", "Accept", pb)
+	u, err := codec.DecodeEnvelope(r.body)
+	if err != nil || r.code != 200 || r.header.Get("Content-Type") != pb || u.APIVersion != "example.dev/v2" || u.Kind != "Widget" {
+		t.Fatalf("protobuf get through v2: %d %q %v %+v", r.code, r.header.Get("Content-Type"), err, u)
+	}
+	obj, err := vwV2Message.Unmarshal(u.Raw)
+	if err != nil || paint(obj) != "red" || str(obj, "spec", "scale", "replicas") != "2" || str(obj, "metadata", "name") != "a" {
+		t.Errorf("protobuf get through v2: %v %v", obj, err)
+	}
+	r = do(t, ts, "GET", vwPathOf("v2"), "", "Accept", pb)
+	if u, err = codec.DecodeEnvelope(r.body); err != nil || u.Kind != "WidgetList" || u.APIVersion != "example.dev/v2" {
+		t.Fatalf("protobuf list through v2: %d %v %+v", r.code, err, u)
+	}
+	list, err := codec.ListOf(vwV2Message).Unmarshal(u.Raw)
+	if items, _ := list["items"].([]any); err != nil || len(items) != 1 || paint(items[0].(map[string]any)) != "red" {
+		t.Errorf("protobuf list through v2: %v %v", list, err)
+	}
+	r = do(t, ts, "GET", vwPathOf("v1")+"/a", "", "Accept", pb+", application/json")
+	if r.code != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "application/json") || str(r.object(t), "spec", "color") != "red" {
+		t.Errorf("protobuf or JSON get through v1: %d %q %s", r.code, r.header.Get("Content-Type"), r.body)
+	}
 }
