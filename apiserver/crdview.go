@@ -81,6 +81,8 @@ type crdVersion struct {
 	Name                     string            `json:"name" kapi:"required" doc:"The version name, e.g. v1."`
 	Served                   bool              `json:"served" kapi:"required" doc:"Whether this version is served by the REST API."`
 	Storage                  bool              `json:"storage" kapi:"required" doc:"Whether this version is used to persist custom resources to storage."`
+	Deprecated               bool              `json:"deprecated,omitempty" doc:"Whether this version is deprecated: its API responses carry a warning header."`
+	DeprecationWarning       *string           `json:"deprecationWarning,omitempty" doc:"The warning returned to API clients of this deprecated version."`
 	Schema                   *crdValidation    `json:"schema,omitempty" doc:"The schema used for validation, pruning and defaulting of this version."`
 	Subresources             *crdSubresources  `json:"subresources,omitempty" doc:"The subresources this version of the custom resource has."`
 	AdditionalPrinterColumns []crdPrinterCol   `json:"additionalPrinterColumns,omitempty" doc:"Additional columns returned in Table output."`
@@ -116,7 +118,12 @@ type crdSelectableFd struct {
 }
 
 type crdConversion struct {
-	Strategy string `json:"strategy" doc:"How custom resources are converted between versions: None."`
+	Strategy string                `json:"strategy" doc:"How custom resources are converted between versions: None or Webhook."`
+	Webhook  *crdWebhookConversion `json:"webhook,omitempty" doc:"The conversion of a Webhook strategy."`
+}
+
+type crdWebhookConversion struct {
+	ConversionReviewVersions []string `json:"conversionReviewVersions" doc:"The ConversionReview versions the conversion accepts."`
 }
 
 type crdStatus struct {
@@ -146,59 +153,118 @@ type crdView struct {
 
 func newCRDView(reg *registry.Registry) *crdView {
 	v := &crdView{reg: reg, now: time.Now, since: map[meta.GroupResource]time.Time{}}
-	reg.OnChange(func() { v.current() })
-	v.current()
+	reg.OnChange(v.noteRegistrations)
+	v.noteRegistrations()
 	return v
 }
 
-// current returns the served custom types by group/resource, each with its
-// versions (highest priority first, as discovery orders them) and the time
-// the server began serving it.
-func (v *crdView) current() (map[meta.GroupResource][]*registry.Resource, map[meta.GroupResource]time.Time) {
-	byGR := map[meta.GroupResource][]*registry.Resource{}
+// crdType is what the CRD of one custom type is rendered from: its
+// versions (highest priority first, as discovery orders them, served or
+// not), the storage version, the stored versions, whether its versions
+// are converted by code (a type registered with RegisterVersions whose
+// conversion is not None), and since when the server serves it.
+type crdType struct {
+	versions       []*registry.Resource
+	storage        string
+	storedVersions []string
+	converted      bool
+	since          time.Time
+}
+
+// current returns the served custom types by group/resource, recording
+// the time the server began serving each.
+func (v *crdView) current(ctx context.Context) (map[meta.GroupResource]*crdType, error) {
+	byGR := map[meta.GroupResource]*crdType{}
 	for _, r := range v.reg.Resources() {
-		if isCustomResource(r) {
-			byGR[r.GroupResource()] = append(byGR[r.GroupResource()], r)
+		if !isCustomResource(r) {
+			continue
 		}
+		gr := r.GroupResource()
+		if ct := byGR[gr]; ct != nil {
+			if ct.storedVersions == nil { // a set lists all its versions at once
+				ct.versions = append(ct.versions, r)
+			}
+			continue
+		}
+		ct := &crdType{versions: []*registry.Resource{r}}
+		if all, storageVersion, ok := v.reg.VersionsOf(gr); ok {
+			rec, _, err := v.reg.TypeRecordOf(ctx, gr)
+			if err != nil {
+				return nil, meta.NewInternalError(err)
+			}
+			ct.versions, ct.storage, ct.storedVersions = all, storageVersion, rec.StoredVersions
+			if len(ct.storedVersions) == 0 {
+				ct.storedVersions = []string{storageVersion}
+			}
+			ct.converted = v.reg.ConvertsVersions(gr)
+		}
+		byGR[gr] = ct
 	}
-	for _, rs := range byGR {
-		sort.SliceStable(rs, func(i, j int) bool { return meta.VersionLess(rs[j].Version, rs[i].Version) })
+	for _, ct := range byGR {
+		sort.SliceStable(ct.versions, func(i, j int) bool { return meta.VersionLess(ct.versions[j].Version, ct.versions[i].Version) })
+		if ct.storage == "" {
+			// Registered with Register, version by version: the highest
+			// is the one the CRD shows as stored.
+			ct.storage = ct.versions[0].Version
+		}
+		if len(ct.storedVersions) == 0 {
+			ct.storedVersions = []string{ct.storage}
+		}
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	now := v.now()
-	since := make(map[meta.GroupResource]time.Time, len(byGR))
-	for gr := range byGR {
+	for gr, ct := range byGR {
 		t, ok := v.since[gr]
-		if !ok {
-			t = now
+		if !ok { // registered after noteRegistrations ran
+			t = v.now()
 			v.since[gr] = t
 		}
-		since[gr] = t
+		ct.since = t
+	}
+	return byGR, nil
+}
+
+// noteRegistrations records when each custom type began to be served
+// (the CRDs' creationTimestamp), at every registry change.
+func (v *crdView) noteRegistrations() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	now := v.now()
+	seen := map[meta.GroupResource]bool{}
+	for _, r := range v.reg.Resources() {
+		if isCustomResource(r) {
+			gr := r.GroupResource()
+			seen[gr] = true
+			if _, ok := v.since[gr]; !ok {
+				v.since[gr] = now
+			}
+		}
 	}
 	for gr := range v.since {
-		if _, ok := byGR[gr]; !ok {
+		if !seen[gr] {
 			delete(v.since, gr) // registered again later: a new CRD
 		}
 	}
-	return byGR, since
 }
 
 // get serves GET customresourcedefinitions/<plural>.<group>.
-func (v *crdView) get(_ context.Context, req *registry.Request) (registry.Object, error) {
-	byGR, since := v.current()
+func (v *crdView) get(ctx context.Context, req *registry.Request) (registry.Object, error) {
+	byGR, err := v.current(ctx)
+	if err != nil {
+		return nil, err
+	}
 	plural, group, ok := strings.Cut(req.Name, ".")
-	versions := byGR[meta.GroupResource{Group: group, Resource: plural}]
-	if !ok || len(versions) == 0 {
+	ct := byGR[meta.GroupResource{Group: group, Resource: plural}]
+	if !ok || ct == nil {
 		return nil, meta.NewNotFound(crdResource, req.Name)
 	}
-	return renderCRD(versions, since[versions[0].GroupResource()])
+	return renderCRD(ct)
 }
 
 // list serves GET customresourcedefinitions: every custom type by name,
 // filtered by the label and field selectors of the request (the objects
 // have no labels; metadata.name and metadata.namespace are selectable).
-func (v *crdView) list(_ context.Context, req *registry.Request) ([]registry.Object, error) {
+func (v *crdView) list(ctx context.Context, req *registry.Request) ([]registry.Object, error) {
 	var labels meta.LabelSelector
 	if ls := req.Query.Get("labelSelector"); ls != "" {
 		sel, err := meta.ParseLabelSelector(ls)
@@ -220,7 +286,10 @@ func (v *crdView) list(_ context.Context, req *registry.Request) ([]registry.Obj
 		}
 		fields = sel
 	}
-	byGR, since := v.current()
+	byGR, err := v.current(ctx)
+	if err != nil {
+		return nil, err
+	}
 	names := make([]string, 0, len(byGR))
 	byName := make(map[string]meta.GroupResource, len(byGR))
 	for gr := range byGR {
@@ -243,7 +312,7 @@ func (v *crdView) list(_ context.Context, req *registry.Request) ([]registry.Obj
 			continue
 		}
 		gr := byName[name]
-		obj, err := renderCRD(byGR[gr], since[gr])
+		obj, err := renderCRD(byGR[gr])
 		if err != nil {
 			return nil, err
 		}
@@ -265,10 +334,9 @@ func crdUID(name string) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// renderCRD renders the CRD of one custom group/resource from its
-// registrations, the storage version (highest priority) first.
-func renderCRD(versions []*registry.Resource, since time.Time) (registry.Object, error) {
-	st := versions[0]
+// renderCRD renders the CRD of one custom group/resource.
+func renderCRD(ct *crdType) (registry.Object, error) {
+	st, since := ct.versions[0], ct.since
 	name := crdName(st.GroupResource())
 	names := crdNames{Plural: st.Resource, Singular: st.Singular, ShortNames: st.ShortNames, Kind: st.Kind,
 		ListKind: st.ListKind, Categories: st.Categories}
@@ -276,7 +344,12 @@ func renderCRD(versions []*registry.Resource, since time.Time) (registry.Object,
 		TypeMeta: meta.TypeMeta{Kind: "CustomResourceDefinition", APIVersion: "apiextensions.k8s.io/v1"},
 		Metadata: meta.ObjectMeta{Name: name, UID: crdUID(name)},
 		Spec:     crdSpec{Group: st.Group, Names: names, Scope: "Cluster", Conversion: crdConversion{Strategy: "None"}},
-		Status:   crdStatus{AcceptedNames: names, StoredVersions: []string{st.Version}},
+		Status:   crdStatus{AcceptedNames: names, StoredVersions: ct.storedVersions},
+	}
+	if ct.converted {
+		// Converted by the host's code, in its process; a CRD says so as a
+		// webhook conversion (kapi has no webhook to name).
+		crd.Spec.Conversion = crdConversion{Strategy: "Webhook", Webhook: &crdWebhookConversion{ConversionReviewVersions: []string{"v1"}}}
 	}
 	var created *meta.Time
 	if !since.IsZero() {
@@ -286,12 +359,15 @@ func renderCRD(versions []*registry.Resource, since time.Time) (registry.Object,
 	if st.Namespaced {
 		crd.Spec.Scope = "Namespaced"
 	}
-	for i, r := range versions {
+	for _, r := range ct.versions {
 		schemaJSON, err := json.Marshal(r.Schema)
 		if err != nil {
 			return nil, meta.NewInternalError(fmt.Errorf("encoding the schema of %s/%s: %w", r.GroupResource(), r.Version, err))
 		}
-		cv := crdVersion{Name: r.Version, Served: true, Storage: i == 0, Schema: &crdValidation{OpenAPIV3Schema: schemaJSON}}
+		cv := crdVersion{Name: r.Version, Served: !r.Unserved, Storage: r.Version == ct.storage, Schema: &crdValidation{OpenAPIV3Schema: schemaJSON}}
+		if r.Deprecated {
+			cv.Deprecated, cv.DeprecationWarning = true, &r.DeprecationWarning
+		}
 		if sr := r.Subresources; sr.Status || sr.Scale != nil {
 			cv.Subresources = &crdSubresources{}
 			if sr.Status {

@@ -197,7 +197,7 @@ func (w *Watcher) fromStorage(dst []byte) (_ []byte, progressed bool, _ error) {
 			if sev.Revision <= w.from {
 				continue
 			}
-			ev := newEvent(&sev, nil, time.Time{})
+			ev := newEvent(&sev, nil, time.Time{}, c.cfg.PrevValue)
 			ev.detached = true
 			if typ, ok := w.match(ev); ok {
 				var err error

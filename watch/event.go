@@ -259,25 +259,26 @@ func (e *Event) detach() int64 {
 
 // newEvent builds the event of a storage change. prev is the previous version
 // when the caller knows it (the cache's state); otherwise it comes from the
-// storage event.
-func newEvent(sev *storage.Event, prev *Object, now time.Time) *Event {
+// storage event, converted by conv when conv is set (Config.PrevValue).
+func newEvent(sev *storage.Event, prev *Object, now time.Time, conv func(key, value []byte) []byte) *Event {
 	ev := &Event{Revision: sev.Revision, at: now}
 	if sev.Type == storage.EventPut {
 		ev.Object = &Object{Key: sev.Key, Value: sev.Value, Revision: sev.Revision}
 		ev.size = ev.Object.size()
 	}
-	if sev.PrevRevision != 0 {
+	if sev.PrevRevision != 0 || sev.Type == storage.EventDelete {
 		if prev == nil || prev.Revision != sev.PrevRevision {
-			prev = &Object{Key: sev.Key, Value: sev.PrevValue, Revision: sev.PrevRevision}
+			value := sev.PrevValue
+			if conv != nil && value != nil {
+				value = conv(sev.Key, value)
+			}
+			prev = &Object{Key: sev.Key, Value: value, Revision: sev.PrevRevision}
 		}
 		ev.Prev = prev
 	}
 	switch {
 	case sev.Type == storage.EventDelete:
 		ev.Type = Deleted
-		if ev.Prev == nil { // a delete always has a previous version; be safe
-			ev.Prev = &Object{Key: sev.Key, Value: sev.PrevValue, Revision: sev.PrevRevision}
-		}
 		ev.size = ev.Prev.size()
 	case ev.Prev == nil:
 		ev.Type = Added

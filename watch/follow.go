@@ -210,7 +210,7 @@ func (c *Cache) apply(batch []storage.Event) error {
 			if c.state != nil {
 				prev, _ = c.state.Get(&Object{Key: sev.Key})
 			}
-			ev := newEvent(sev, prev, now)
+			ev := newEvent(sev, prev, now, c.cfg.PrevValue)
 			ev.counter = &c.frameBytes
 			c.applyStateLocked(ev)
 			c.window.push(ev)

@@ -159,6 +159,13 @@ type Config struct {
 	// a stored value. It is called at most once per object version, only
 	// when a filter needs it, and its result is shared. Nil: filters see nil.
 	Attrs func(key, value []byte) (any, error)
+	// PrevValue, when set, converts the previous value of a change into the
+	// form the cache holds: Storage's watch then hands previous values up as
+	// stored, and the cache converts one only when its state does not hold
+	// that version already (a store that converts every value it reads pays
+	// one conversion per change, not two). Nil: previous values are used as
+	// the watch hands them up.
+	PrevValue func(key, value []byte) []byte
 	// Logger receives operational messages. Default: discard.
 	Logger *slog.Logger
 }

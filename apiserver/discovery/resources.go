@@ -78,9 +78,10 @@ type discoverySubresource struct {
 }
 
 // storageVersionHash is an opaque hash of the stored group/version/kind that
-// clients use to notice storage version changes.
+// clients use to notice storage version changes: the same in every version
+// of a type, as kube-apiserver's for the versions of a CRD.
 func storageVersionHash(r *registry.Resource) string {
-	sum := sha256.Sum256([]byte(r.Group + "/" + r.Version + "/" + r.Kind))
+	sum := sha256.Sum256([]byte(r.Group + "/" + r.StorageVersion() + "/" + r.Kind))
 	return base64.StdEncoding.EncodeToString(sum[:8])
 }
 

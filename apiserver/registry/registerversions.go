@@ -31,9 +31,11 @@ func (r *Registry) RegisterVersions(def Versions) error {
 		return err
 	}
 	for i := range vs.def.Versions {
-		if res := &vs.def.Versions[i]; res.Deprecated && !userWarning[i] {
+		res := &vs.def.Versions[i]
+		if res.Deprecated && !userWarning[i] {
 			res.DeprecationWarning = vs.deprecationWarning(res.Version)
 		}
+		res.storageVersion = vs.storage
 	}
 	gr := vs.def.Versions[0].GroupResource()
 	if err := r.recordVersions(vs); err != nil {
@@ -203,4 +205,14 @@ func (r *Registry) VersionsOf(gr meta.GroupResource) (versions []*Resource, stor
 	}
 	sort.Slice(versions, func(i, j int) bool { return meta.VersionLess(versions[j].Version, versions[i].Version) })
 	return versions, vs.storage, true
+}
+
+// ConvertsVersions reports whether a type registered with RegisterVersions
+// converts objects between its versions with code (its Conversion is not
+// None).
+func (r *Registry) ConvertsVersions(gr meta.GroupResource) bool {
+	r.mu.RLock()
+	vs, ok := r.sets[gr]
+	r.mu.RUnlock()
+	return ok && !vs.none
 }

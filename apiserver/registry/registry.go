@@ -238,12 +238,17 @@ func (r *Registry) recordType(res *Resource) error {
 	})
 }
 
+// typeRecordKey is the storage key of the record of gr.
+func (r *Registry) typeRecordKey(gr meta.GroupResource) []byte {
+	return []byte(r.cfg.KeyPrefix + typesPrefix + groupDir(gr.Group) + "/" + gr.Resource)
+}
+
 // updateTypeRecord replaces the record of gr with what fn makes of the
 // current one (the zero record when there is none), unless fn fails.
 func (r *Registry) updateTypeRecord(gr meta.GroupResource, fn func(old TypeRecord) (TypeRecord, error)) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	key := []byte(r.cfg.KeyPrefix + typesPrefix + groupDir(gr.Group) + "/" + gr.Resource)
+	key := r.typeRecordKey(gr)
 	for {
 		kv, err := r.cfg.Storage.Get(ctx, key, 0)
 		var old TypeRecord
@@ -296,6 +301,23 @@ func (r *Registry) RecordedTypes(ctx context.Context) ([]TypeRecord, error) {
 		out = append(out, tr)
 	}
 	return out, nil
+}
+
+// TypeRecordOf returns the record of one type (see RecordedTypes); ok is
+// false when the type was never registered on the storage.
+func (r *Registry) TypeRecordOf(ctx context.Context, gr meta.GroupResource) (rec TypeRecord, ok bool, err error) {
+	key := r.typeRecordKey(gr)
+	kv, err := r.cfg.Storage.Get(ctx, key, 0)
+	if errors.Is(err, storage.ErrNotFound) {
+		return rec, false, nil
+	}
+	if err != nil {
+		return rec, false, fmt.Errorf("registry: reading the record of type %s: %w", gr, err)
+	}
+	if err := json.Unmarshal(kv.Value, &rec); err != nil {
+		return rec, false, fmt.Errorf("registry: corrupt type record %q: %w", key, err)
+	}
+	return rec, true, nil
 }
 
 // OnChange registers fn to be called after every Register or Unregister. fn

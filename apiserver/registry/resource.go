@@ -101,8 +101,19 @@ type Resource struct {
 	// (except Validate) and Options do not apply. See Virtual.
 	Virtual *Virtual
 
-	fieldPaths map[string][]string // selectable field label → path, set by complete
-	rules      *rules.Validator    // the schema's x-kubernetes-validations, compiled by complete
+	fieldPaths     map[string][]string // selectable field label → path, set by complete
+	rules          *rules.Validator    // the schema's x-kubernetes-validations, compiled by complete
+	storageVersion string              // the Versions' storage version, set by RegisterVersions
+}
+
+// StorageVersion returns the version the type's objects are written in:
+// the storage version of a type registered with RegisterVersions (the
+// same for each of its versions), otherwise the resource's own version.
+func (r *Resource) StorageVersion() string {
+	if r.storageVersion != "" {
+		return r.storageVersion
+	}
+	return r.Version
 }
 
 // Options tune how the generic store treats a resource, for the few places

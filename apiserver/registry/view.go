@@ -61,6 +61,10 @@ type convertingStorage struct {
 	storage.Store
 	fromStored func(key, value []byte) ([]byte, error) // never called with a nil value
 	toStored   func(key, value []byte) ([]byte, error)
+	// rawPrev: watch events carry their previous values as stored, for a
+	// watch cache that converts one only when its state lacks it
+	// (forCache).
+	rawPrev bool
 }
 
 // out converts a value read from storage; nil stays nil (no previous
@@ -146,7 +150,7 @@ func (v convertingStorage) Watch(ctx context.Context, opts storage.WatchOptions)
 		for ev := range in {
 			if ev.Type == storage.EventPut || ev.Type == storage.EventDelete {
 				var err error
-				if ev.Value, err = v.out(ev.Key, ev.Value); err == nil {
+				if ev.Value, err = v.out(ev.Key, ev.Value); err == nil && !v.rawPrev {
 					ev.PrevValue, err = v.out(ev.Key, ev.PrevValue)
 				}
 				if err != nil {
@@ -174,6 +178,32 @@ type progressConvertingStorage struct {
 
 func (v progressConvertingStorage) RequestProgress(ctx context.Context) error {
 	return v.Store.(storage.ProgressRequester).RequestProgress(ctx)
+}
+
+// forCache returns the storage a watch cache follows and the conversion
+// of previous values the cache applies (watch.Config.PrevValue): over a
+// converting storage, the watch leaves previous values as stored, so that
+// a change the cache's state already holds the previous version of is
+// converted once. Other storage is returned as it is, with no conversion.
+func forCache(st storage.Store) (storage.Store, func(key, value []byte) []byte) {
+	var v convertingStorage
+	switch c := st.(type) {
+	case convertingStorage:
+		v = c
+	case progressConvertingStorage:
+		v = c.convertingStorage
+	default:
+		return st, nil
+	}
+	conv := func(key, value []byte) []byte {
+		out, _ := v.out(key, value) // never fails: a failure is an unconverted value
+		return out
+	}
+	v.rawPrev = true
+	if _, ok := v.Store.(storage.ProgressRequester); ok {
+		return progressConvertingStorage{v}, conv
+	}
+	return v, conv
 }
 
 // newConvertingStorage returns st with values converted by fromStored on

@@ -179,12 +179,14 @@ func (s *Store) watchCache() (*watch.Cache, error) {
 	if c := h.c.Load(); c != nil {
 		return c, nil // started while this call waited for mu
 	}
+	st, prevValue := forCache(s.storage)
 	c, err := watch.New(watch.Config{
-		Settings: s.reg.cfg.Watch,
-		Storage:  s.storage,
-		Prefix:   s.prefix,
-		Attrs:    s.objectAttrs,
-		Logger:   s.reg.cfg.Logger.With("resource", s.res.GroupResource().String()),
+		Settings:  s.reg.cfg.Watch,
+		Storage:   st,
+		Prefix:    s.prefix,
+		Attrs:     s.objectAttrs,
+		PrevValue: prevValue,
+		Logger:    s.reg.cfg.Logger.With("resource", s.res.GroupResource().String()),
 	})
 	if err != nil {
 		return nil, err
