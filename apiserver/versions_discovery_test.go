@@ -71,7 +71,7 @@ func TestVersionsCRDView(t *testing.T) {
 		t.Fatal(err)
 	}
 	crd = do(t, ts, "GET", crdsPath+"/widgets.example.dev", "").object(t)
-	if pathString(crd, "status.storedVersions") != `["v2","v1"]` || pathString(crd, "spec.versions.0.storage") != "true" || pathString(crd, "spec.versions.1.storage") != "false" {
+	if pathString(crd, "status.storedVersions") != `["v1","v2"]` || pathString(crd, "spec.versions.0.storage") != "true" || pathString(crd, "spec.versions.1.storage") != "false" {
 		t.Errorf("after the storage version changed: %v %v", crd["spec"], crd["status"])
 	}
 	// Conversion None is a CRD's None.

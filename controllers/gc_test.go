@@ -42,8 +42,16 @@ func TestGarbageCollector(t *testing.T) {
 	f.atLeast(t, "a background delete to be counted", 1, actions, "delete")
 	eventually(t, "the background dependent to go", func() bool { return !exists(t, reg, configMaps, "default", "bg-dep") })
 
-	// Orphan: the dependent stays, without the reference.
+	// Orphan: the dependent stays, without the reference. The owner is
+	// deleted once the collector's graph holds the dependent: the two types
+	// are watched apart, so an orphaning seen first would find no dependent
+	// to orphan, and the dependent, seen next, an owner gone.
+	eventually(t, "the graph to hold the kept dependent only", func() bool {
+		g, _ := f.value(t, "kapi_garbage_collector_graph_objects", "")
+		return g == g0+1
+	})
 	dependent(t, reg, "or-dep", ref("or", owner(t, reg, "or"), true))
+	f.atLeast(t, "the graph to count the orphan's dependent", g0+2, "kapi_garbage_collector_graph_objects", "")
 	remove(t, reg, widgets, "default", "or", registry.PropagationOrphan)
 	f.atLeast(t, "an orphaning to be counted", 1, actions, "orphan")
 	eventually(t, "the orphaning owner to go", func() bool { return !exists(t, reg, widgets, "default", "or") })

@@ -103,8 +103,8 @@ func (r *Registry) recordVersions(vs *versionSet) error {
 			// versions it was registered in, which the record does not
 			// say; any version of the set may be one, until a migration
 			// has found out.
-			for v := range vs.byName {
-				stored = append(stored, v)
+			for _, res := range vs.def.Versions {
+				stored = append(stored, res.Version)
 			}
 		}
 		for _, v := range stored {
@@ -115,7 +115,6 @@ func (r *Registry) recordVersions(vs *versionSet) error {
 		if !slices.Contains(stored, vs.storage) {
 			stored = append(slices.Clone(stored), vs.storage)
 		}
-		sort.Slice(stored, func(i, j int) bool { return meta.VersionLess(stored[j], stored[i]) })
 		return TypeRecord{Group: gr.Group, Resource: gr.Resource, Kind: res.Kind, Namespaced: res.Namespaced,
 			StorageVersion: vs.storage, StoredVersions: stored}, nil
 	})

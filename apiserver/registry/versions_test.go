@@ -199,8 +199,8 @@ func TestVersionsStorageVersionChangeKeepsOldObjectsReadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, rec := range recs {
-		if rec.Resource == "widgets" && (rec.StorageVersion != "v2" || strings.Join(rec.StoredVersions, ",") != "v2,v1") {
-			t.Errorf("record %+v: want storage v2, stored v2,v1", rec)
+		if rec.Resource == "widgets" && (rec.StorageVersion != "v2" || strings.Join(rec.StoredVersions, ",") != "v1,v2") {
+			t.Errorf("record %+v: want storage v2, stored v1,v2 (in the order they became the storage version)", rec)
 		}
 	}
 	// v1 may still hold objects: it cannot go, but it may stop being served.
