@@ -125,6 +125,11 @@ type versionSet struct {
 	spokes   map[string]Spoke
 	prefixes map[string]string // version → `{"apiVersion":"<group/version>",` (a stored value's start)
 	stores   map[string]*Store // by version, served or not
+
+	// guard guards the writes of the set's stores (see guardWrite); the
+	// registrations of a type that follow one another with one storage
+	// version share it.
+	guard *writeGuard
 }
 
 // newVersionSet checks def (each resource already completed) and builds
@@ -303,7 +308,7 @@ func (vs *versionSet) versionStorage(st storage.Store, prefix []byte, v string) 
 		}
 		return vs.convertStored(key, prefix, value, from, v)
 	}
-	return newConvertingStorage(st, out, in)
+	return vs.guarded(newConvertingStorage(st, out, in), prefix)
 }
 
 // storedVersion returns the version a stored object was written in.
