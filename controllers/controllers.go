@@ -53,8 +53,7 @@ type Config struct {
 	MigrationRate float64
 }
 
-// Controllers are the namespace controller and the garbage collector of one
-// registry.
+// Controllers are the in-process controllers of one registry.
 type Controllers struct {
 	reg     *registry.Registry
 	cfg     Config

@@ -64,8 +64,9 @@ type MigrationStatus struct {
 	// Migrated is how many objects the migration to StorageVersion has
 	// rewritten, over restarts.
 	Migrated int64
-	// Failed is how many objects the current (or last) pass could not
-	// convert; such a pass is retried and does not complete.
+	// Failed is how many objects the last pass that ended could not
+	// convert: such a pass does not complete the migration, and another
+	// one follows.
 	Failed int64
 	// LastKey is the last storage key the current pass has done, as
 	// recorded: a restarted pass resumes after it.
@@ -84,7 +85,8 @@ type migrationProgress struct {
 	StorageVersion string `json:"storageVersion"`
 	LastKey        string `json:"lastKey,omitempty"`
 	Migrated       int64  `json:"migrated"`
-	Failed         int64  `json:"failed,omitempty"`
+	PassFailed     int64  `json:"passFailed,omitempty"` // in the current pass, so far
+	Failed         int64  `json:"failed,omitempty"`     // in the last pass that ended
 	Complete       bool   `json:"complete,omitempty"`
 }
 
@@ -244,7 +246,7 @@ func (m *migrator) pass(ctx context.Context) error {
 		}
 		migrated, failed, err := m.migratePage(ctx, page.Items)
 		p.Migrated += migrated
-		p.Failed += failed
+		p.PassFailed += failed
 		if err != nil {
 			return err
 		}
@@ -254,31 +256,33 @@ func (m *migrator) pass(ctx context.Context) error {
 		}
 		m.mu.Lock()
 		m.Scanned += int64(len(page.Items))
-		m.Migrated, m.Failed, m.LastKey = p.Migrated, p.Failed, p.LastKey
+		m.Migrated, m.LastKey = p.Migrated, p.LastKey
 		m.mu.Unlock()
 		if !page.More {
 			break
 		}
 	}
-	if p.Failed > 0 {
-		failed := p.Failed
-		p.LastKey, p.Failed = "", 0 // the next pass starts from the start
+	if p.PassFailed > 0 {
+		p.LastKey, p.Failed, p.PassFailed = "", p.PassFailed, 0 // the next pass starts from the start
 		if _, err := m.c.saveProgress(ctx, m.gr, p, rev); err != nil {
 			return err
 		}
-		return fmt.Errorf("%d objects could not be converted to %s", failed, m.mig.StorageVersion)
+		m.mu.Lock()
+		m.Failed, m.LastKey = p.Failed, ""
+		m.mu.Unlock()
+		return fmt.Errorf("%d objects could not be converted to %s", p.Failed, m.mig.StorageVersion)
 	}
 	if err := m.c.reg.CompleteMigration(m.gr, m.mig.StorageVersion); err != nil {
 		return fmt.Errorf("completing the migration: %w", err)
 	}
-	p.LastKey, p.Complete = "", true
+	p.LastKey, p.Failed, p.Complete = "", 0, true
 	if _, err := m.c.saveProgress(ctx, m.gr, p, rev); err != nil {
 		return err
 	}
 	m.c.metrics.migrationCompleted()
 	m.c.cfg.Logger.Info("storage migration complete", "resource", m.gr.String(), "storageVersion", m.mig.StorageVersion, "migrated", p.Migrated)
 	m.mu.Lock()
-	m.LastKey, m.LastError = "", ""
+	m.LastKey, m.LastError, m.Failed = "", "", 0
 	m.mu.Unlock()
 	return nil
 }

@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -364,4 +365,173 @@ func TestMigrationUnderWriteStormResumesAfterRestart(t *testing.T) {
 		t.Errorf("removing v1 after the migration: %v", err)
 	}
 	t.Logf("%d objects, %d acknowledged writes during the migration; %d migrated before the stop, %v after", len(page.Items), s.writes, recorded.Migrated, second)
+}
+
+// createGadgets creates n gadgets through v1, named g000...
+func createGadgets(t *testing.T, reg *registry.Registry, n int, color func(i int) string) {
+	t.Helper()
+	for i := range n {
+		if err := writeGadget(context.Background(), reg, "v1", fmt.Sprintf("g%03d", i), i, true); err != nil {
+			t.Fatal(err)
+		}
+		if color != nil {
+			st, _ := reg.Store(gadgetsIn("v1"))
+			obj := gadget("v1", fmt.Sprintf("g%03d", i), i, color(i))
+			cur, err := st.GetObject(context.Background(), "default", fmt.Sprintf("g%03d", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			obj["metadata"] = cur["metadata"]
+			if _, err := st.Update(context.Background(), "default", fmt.Sprintf("g%03d", i), obj, registry.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// storedVersions counts the gadgets in storage by the apiVersion they are
+// stored in.
+func storedVersions(t *testing.T, reg *registry.Registry) map[string]int {
+	t.Helper()
+	page, err := reg.Storage().List(context.Background(), storage.ListOptions{Prefix: reg.ResourcePrefix(gadgetsGR.Group, gadgetsGR.Resource, "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, kv := range page.Items {
+		js, err := registry.StoredJSON(kv.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj, err := decodeObject(js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[obj["apiVersion"].(string)]++
+	}
+	return out
+}
+
+// TestMigrationThrottled: the rewrites take tokens of a limiter of
+// Config.MigrationRate objects a second (burst 1), shared by every type:
+// however long the test runs, no more than 1 + rate × elapsed objects are
+// migrated, and the migration goes on meanwhile.
+func TestMigrationThrottled(t *testing.T) {
+	const n, rate = 200, 20
+	reg := newRegistry(t, nil, false)
+	if err := reg.RegisterVersions(gadgets("v1", nil, "v1", "v2")); err != nil {
+		t.Fatal(err)
+	}
+	createGadgets(t, reg, n, nil)
+	begin := time.Now() // before the limiter exists
+	c, f := newControllers(t, reg, rate)
+	start(t, c)
+	if err := reg.RegisterVersions(gadgets("v2", nil, "v1", "v2")); err != nil {
+		t.Fatal(err)
+	}
+	f.atLeast(t, "a first object migrated", 1, "kapi_storage_migration_objects_migrated_total", "")
+	time.Sleep(300 * time.Millisecond)
+	migrated, _ := f.value(t, "kapi_storage_migration_objects_migrated_total", "")
+	inV2 := storedVersions(t, reg)["example.dev/v2"] // the migration's writes only, at least those counted
+	m := migrationOf(t, c)
+	elapsed := time.Since(begin)
+	if limit := 1 + rate*elapsed.Seconds(); float64(inV2) > limit || migrated > float64(inV2) {
+		t.Errorf("%d objects stored in v2 (%v counted) in %v: more than the limiter's %v", inV2, migrated, elapsed, limit)
+	}
+	if limitBelow(n, rate, elapsed) && (m.Complete || !m.Running) {
+		t.Errorf("the throttled migration is not under way: %+v", m)
+	}
+	if running, _ := f.value(t, "kapi_storage_migrations_running", ""); running != 1 {
+		t.Errorf("kapi_storage_migrations_running %v, want 1", running)
+	}
+}
+
+// limitBelow reports whether the limiter cannot have let n objects through
+// in elapsed.
+func limitBelow(n int, rate float64, elapsed time.Duration) bool {
+	return 1+rate*elapsed.Seconds() < float64(n)
+}
+
+// TestMigrationConversionFailureRetried: an object that cannot be converted
+// is counted and keeps the migration from completing (v1 cannot go); the
+// others are migrated; once the host fixes the conversion, a retry
+// completes it.
+func TestMigrationConversionFailureRetried(t *testing.T) {
+	reg := newRegistry(t, nil, false)
+	if err := reg.RegisterVersions(gadgets("v1", nil, "v1", "v2")); err != nil {
+		t.Fatal(err)
+	}
+	createGadgets(t, reg, 20, func(i int) string {
+		if i == 7 {
+			return "bad"
+		}
+		return "red"
+	})
+	failBad := func(obj registry.Object) error {
+		if obj["spec"].(map[string]any)["color"] == "bad" {
+			return errors.New("bad is no color")
+		}
+		return nil
+	}
+	c, f := newControllers(t, reg, 1000)
+	start(t, c)
+	if err := reg.RegisterVersions(gadgets("v2", failBad, "v1", "v2")); err != nil {
+		t.Fatal(err)
+	}
+	f.atLeast(t, "the failure counted twice (retried)", 2, "kapi_storage_migration_object_failures_total", "")
+	m := migrationOf(t, c)
+	if m.Complete || m.Failed != 1 || !strings.Contains(m.LastError, "1 objects could not be converted to v2") {
+		t.Errorf("status with an object that cannot be converted: %+v", m)
+	}
+	if got := storedVersions(t, reg); got["example.dev/v2"] != 19 || got["example.dev/v1"] != 1 {
+		t.Errorf("stored: %v, want 19 in v2 and the bad one in v1", got)
+	}
+	if err := reg.RegisterVersions(gadgets("v2", failBad, "v2")); err == nil {
+		t.Error("v1 could be removed with an object still stored in it")
+	}
+	if err := reg.RegisterVersions(gadgets("v2", nil, "v1", "v2")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the migration completed", func() bool { return migrationOf(t, c).Complete })
+	if got := storedVersions(t, reg); got["example.dev/v2"] != 20 {
+		t.Errorf("stored: %v, want all 20 in v2", got)
+	}
+	if m := migrationOf(t, c); m.Migrated != 20 || strings.Join(m.StoredVersions, ",") != "v2" {
+		t.Errorf("after completion: %+v", m)
+	}
+}
+
+// TestMigrationRetargets: a storage version changed back while a migration
+// runs restarts it for the new target, which it completes.
+func TestMigrationRetargets(t *testing.T) {
+	reg := newRegistry(t, nil, false)
+	if err := reg.RegisterVersions(gadgets("v1", nil, "v1", "v2")); err != nil {
+		t.Fatal(err)
+	}
+	createGadgets(t, reg, 100, nil)
+	c, f := newControllers(t, reg, 100)
+	start(t, c)
+	if err := reg.RegisterVersions(gadgets("v2", nil, "v1", "v2")); err != nil {
+		t.Fatal(err)
+	}
+	f.atLeast(t, "some migrated to v2", 5, "kapi_storage_migration_objects_migrated_total", "")
+	if m := migrationOf(t, c); m.Complete {
+		t.Fatalf("completed already: %+v", m)
+	}
+	if err := reg.RegisterVersions(gadgets("v1", nil, "v1", "v2")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the migration back to v1 completed", func() bool {
+		m := migrationOf(t, c)
+		return m.StorageVersion == "v1" && m.Complete
+	})
+	if got := storedVersions(t, reg); got["example.dev/v1"] != 100 {
+		t.Errorf("stored: %v, want all 100 in v1", got)
+	}
+	if m := migrationOf(t, c); strings.Join(m.StoredVersions, ",") != "v1" || m.Migrated == 0 || m.Migrated > 100 {
+		t.Errorf("after the migration back: %+v", m)
+	}
+	if err := reg.RegisterVersions(gadgets("v1", nil, "v1")); err != nil {
+		t.Errorf("removing v2 after the migration back: %v", err)
+	}
 }
