@@ -55,6 +55,10 @@ func TestServerMigratesStorageVersion(t *testing.T) {
 			t.Errorf("%s = %v (%v), want %v", name, v, ok, want)
 		}
 	}
+	crd := do(t, ts, "GET", crdsPath+"/widgets.example.dev", "").object(t)
+	if got := pathString(crd, "status.storedVersions"); got != `["v2"]` {
+		t.Errorf("the CRD's storedVersions after the migration: %s", got)
+	}
 	if err := api.RegisterVersions(versions("v2", "v2")); err != nil {
 		t.Fatalf("removing v1 after the migration: %v", err)
 	}

@@ -123,7 +123,7 @@ func (r *Registry) MigrateStored(ctx context.Context, gr meta.GroupResource, to 
 		if err != nil {
 			return false, err
 		}
-		_, err = vs.guardWrite(func() (int64, error) { return st.Update(ctx, kv.Key, enc, kv.Revision) })
+		_, err = vs.guard.write(func() (int64, error) { return st.Update(ctx, kv.Key, enc, kv.Revision) })
 		switch {
 		case err == nil:
 			return true, nil
@@ -156,82 +156,43 @@ func (r *Registry) CompleteMigration(gr meta.GroupResource, to string) error {
 }
 
 // errSetRetired is the error of a write through a registration of a type
-// that has since been registered with another storage version.
-var errSetRetired = errors.New("registry: the type was registered again with another storage version")
+// that has since been registered with another storage version: the API
+// answers it with a 409, and the client tries again through the new one.
+var errSetRetired = errors.New("the storage version of the type changed while the request was served; please try again")
 
-// writeGuard lets the writes of a type's registrations through until it
-// is retired: when the type is registered again with another storage
-// version, once the writes in flight have ended, so that no write in the
-// old storage version lands behind a migration that has already passed
-// its key.
+// writeGuard is a registration's guard of its writes: they go through
+// its gate, which the registrations of a type that follow one another with
+// one storage version share. The gate is set when the registration is
+// published, before any write.
 type writeGuard struct {
+	gate *writeGate
+}
+
+// writeGate lets writes through until it is retired: when the type is
+// registered again with another storage version, once the writes in flight
+// have ended, so that no write in the old storage version lands behind a
+// migration that has already passed its key.
+type writeGate struct {
 	mu      sync.RWMutex
 	retired bool
 }
 
-// guardWrite runs write unless the set's guard is retired.
-func (vs *versionSet) guardWrite(write func() (int64, error)) (int64, error) {
-	vs.guard.mu.RLock()
-	defer vs.guard.mu.RUnlock()
-	if vs.guard.retired {
+// write runs write unless the gate is retired; without a guard it runs it.
+func (g *writeGuard) write(write func() (int64, error)) (int64, error) {
+	if g == nil || g.gate == nil {
+		return write()
+	}
+	g.gate.mu.RLock()
+	defer g.gate.mu.RUnlock()
+	if g.gate.retired {
 		return 0, errSetRetired
 	}
 	return write()
 }
 
 // retire waits for the writes in flight and refuses later ones.
-func (g *writeGuard) retire() {
+func (g *writeGate) retire() {
 	g.mu.Lock()
 	g.retired = true
 	g.mu.Unlock()
-}
-
-// guardedStorage is the storage of a version's Store, whose creates and
-// updates go through the set's guardWrite. A write refused there is a 409
-// Conflict: the client tries again, through the new registration.
-type guardedStorage struct {
-	storage.Store
-	vs     *versionSet
-	gr     meta.GroupResource
-	prefix []byte
-}
-
-func (g guardedStorage) refused(key []byte, err error) error {
-	if !errors.Is(err, errSetRetired) {
-		return err
-	}
-	name := string(bytes.TrimPrefix(key, g.prefix))
-	if i := bytes.LastIndexByte([]byte(name), '/'); i >= 0 {
-		name = name[i+1:]
-	}
-	return meta.NewConflict(g.gr, name, "the storage version of the type changed while the request was served; please try again")
-}
-
-func (g guardedStorage) Create(ctx context.Context, key, value []byte) (int64, error) {
-	rev, err := g.vs.guardWrite(func() (int64, error) { return g.Store.Create(ctx, key, value) })
-	return rev, g.refused(key, err)
-}
-
-func (g guardedStorage) Update(ctx context.Context, key, value []byte, expectedRevision int64) (int64, error) {
-	rev, err := g.vs.guardWrite(func() (int64, error) { return g.Store.Update(ctx, key, value, expectedRevision) })
-	return rev, g.refused(key, err)
-}
-
-// progressGuardedStorage is a guardedStorage over storage that can request
-// progress events, which it forwards.
-type progressGuardedStorage struct {
-	guardedStorage
-}
-
-func (g progressGuardedStorage) RequestProgress(ctx context.Context) error {
-	return g.Store.(storage.ProgressRequester).RequestProgress(ctx)
-}
-
-// guarded returns st with its creates and updates guarded by the set.
-func (vs *versionSet) guarded(st storage.Store, prefix []byte) storage.Store {
-	g := guardedStorage{Store: st, vs: vs, gr: meta.GroupResource{Group: vs.group, Resource: vs.def.Versions[0].Resource}, prefix: prefix}
-	if _, ok := st.(storage.ProgressRequester); ok {
-		return progressGuardedStorage{g}
-	}
-	return g
 }

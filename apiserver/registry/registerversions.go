@@ -68,9 +68,9 @@ func (r *Registry) RegisterVersions(def Versions) error {
 		}
 	}
 	prev := r.sets[gr]
-	vs.guard = &writeGuard{}
+	vs.guard.gate = &writeGate{}
 	if prev != nil && prev.storage == vs.storage {
-		vs.guard = prev.guard // writes through either go on in the same version
+		vs.guard.gate = prev.guard.gate // writes through either go on in the same version
 	}
 	if prev != nil {
 		for v, st := range prev.stores {
@@ -87,7 +87,7 @@ func (r *Registry) RegisterVersions(def Versions) error {
 	listeners := append([]func(){}, r.listeners...)
 	r.mu.Unlock()
 	if prev != nil && prev.storage != vs.storage {
-		prev.guard.retire() // before the listeners: a migration must not start while old writes may land
+		prev.guard.gate.retire() // before the listeners: a migration must not start while old writes may land
 	}
 	for _, st := range old {
 		st.stopWatchCache() // its watches end; clients reconnect to the new one

@@ -65,6 +65,10 @@ type convertingStorage struct {
 	// watch cache that converts one only when its state lacks it
 	// (forCache).
 	rawPrev bool
+	// guard, for a version of a type in several versions, lets creates
+	// and updates through only while the registration is current (see
+	// writeGuard).
+	guard *writeGuard
 }
 
 // out converts a value read from storage; nil stays nil (no previous
@@ -110,7 +114,7 @@ func (v convertingStorage) Create(ctx context.Context, key, value []byte) (int64
 	if err != nil {
 		return 0, err
 	}
-	return v.Store.Create(ctx, key, value)
+	return v.guard.write(func() (int64, error) { return v.Store.Create(ctx, key, value) })
 }
 
 func (v convertingStorage) Update(ctx context.Context, key, value []byte, expectedRevision int64) (int64, error) {
@@ -118,7 +122,7 @@ func (v convertingStorage) Update(ctx context.Context, key, value []byte, expect
 	if err != nil {
 		return 0, err
 	}
-	return v.Store.Update(ctx, key, value, expectedRevision)
+	return v.guard.write(func() (int64, error) { return v.Store.Update(ctx, key, value, expectedRevision) })
 }
 
 func (v convertingStorage) Delete(ctx context.Context, key []byte, expectedRevision int64) (storage.KeyValue, int64, error) {
@@ -209,7 +213,13 @@ func forCache(st storage.Store) (storage.Store, func(key, value []byte) []byte) 
 // newConvertingStorage returns st with values converted by fromStored on
 // their way out and toStored on their way in.
 func newConvertingStorage(st storage.Store, fromStored, toStored func(key, value []byte) ([]byte, error)) storage.Store {
-	v := convertingStorage{Store: st, fromStored: fromStored, toStored: toStored}
+	return newGuardedConvertingStorage(st, fromStored, toStored, nil)
+}
+
+// newGuardedConvertingStorage is newConvertingStorage whose creates and
+// updates go through guard.
+func newGuardedConvertingStorage(st storage.Store, fromStored, toStored func(key, value []byte) ([]byte, error), guard *writeGuard) storage.Store {
+	v := convertingStorage{Store: st, fromStored: fromStored, toStored: toStored, guard: guard}
 	if _, ok := st.(storage.ProgressRequester); ok {
 		return progressConvertingStorage{v}
 	}
