@@ -123,7 +123,10 @@ func (r *Registry) MigrateStored(ctx context.Context, gr meta.GroupResource, to 
 		if err != nil {
 			return false, err
 		}
-		_, err = vs.guard.write(func() (int64, error) { return st.Update(ctx, kv.Key, enc, kv.Revision) })
+		if err = vs.guard.enter(); err == nil {
+			_, err = st.Update(ctx, kv.Key, enc, kv.Revision)
+			vs.guard.exit()
+		}
 		switch {
 		case err == nil:
 			return true, nil
@@ -177,17 +180,25 @@ type writeGate struct {
 	retired bool
 }
 
-// write runs write unless the gate is retired; without a guard it runs it.
-func (g *writeGuard) write(write func() (int64, error)) (int64, error) {
+// enter lets a write in, unless the gate is retired; exit must follow it.
+// Without a guard (or gate) every write goes in.
+func (g *writeGuard) enter() error {
 	if g == nil || g.gate == nil {
-		return write()
+		return nil
 	}
 	g.gate.mu.RLock()
-	defer g.gate.mu.RUnlock()
 	if g.gate.retired {
-		return 0, errSetRetired
+		g.gate.mu.RUnlock()
+		return errSetRetired
 	}
-	return write()
+	return nil
+}
+
+// exit ends a write that entered.
+func (g *writeGuard) exit() {
+	if g != nil && g.gate != nil {
+		g.gate.mu.RUnlock()
+	}
 }
 
 // retire waits for the writes in flight and refuses later ones.

@@ -114,7 +114,11 @@ func (v convertingStorage) Create(ctx context.Context, key, value []byte) (int64
 	if err != nil {
 		return 0, err
 	}
-	return v.guard.write(func() (int64, error) { return v.Store.Create(ctx, key, value) })
+	if err := v.guard.enter(); err != nil {
+		return 0, err
+	}
+	defer v.guard.exit()
+	return v.Store.Create(ctx, key, value)
 }
 
 func (v convertingStorage) Update(ctx context.Context, key, value []byte, expectedRevision int64) (int64, error) {
@@ -122,7 +126,11 @@ func (v convertingStorage) Update(ctx context.Context, key, value []byte, expect
 	if err != nil {
 		return 0, err
 	}
-	return v.guard.write(func() (int64, error) { return v.Store.Update(ctx, key, value, expectedRevision) })
+	if err := v.guard.enter(); err != nil {
+		return 0, err
+	}
+	defer v.guard.exit()
+	return v.Store.Update(ctx, key, value, expectedRevision)
 }
 
 func (v convertingStorage) Delete(ctx context.Context, key []byte, expectedRevision int64) (storage.KeyValue, int64, error) {
