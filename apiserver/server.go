@@ -67,6 +67,10 @@ type Config struct {
 	// ControllerResync is how often the controllers re-examine everything
 	// even without changes. Default 30s.
 	ControllerResync time.Duration
+	// MigrationRate is how many objects a second the storage migrations of
+	// types in several versions rewrite at most (controllers.Config).
+	// Default 200.
+	MigrationRate float64
 	// Elector, when set, runs the controllers only while this instance is
 	// the leader among the instances serving one API (several servers over
 	// one etcd: use storage/etcd's Store.Elector). Default: this instance
@@ -261,7 +265,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	// The controllers are made, and their metrics registered, whether or not
 	// they run here (DisableControllers, Elector): /metrics shows the same
 	// families either way.
-	ctrl, err := controllers.New(reg, controllers.Config{Logger: cfg.Logger, Resync: cfg.ControllerResync, Metrics: cfg.Metrics})
+	ctrl, err := controllers.New(reg, controllers.Config{Logger: cfg.Logger, Resync: cfg.ControllerResync, Metrics: cfg.Metrics, MigrationRate: cfg.MigrationRate})
 	if err != nil {
 		return nil, err
 	}
@@ -408,6 +412,13 @@ func (s *Server) EndWatches() { s.endWatches() }
 
 // Registry returns the registry of served types.
 func (s *Server) Registry() *registry.Registry { return s.reg }
+
+// Migrations returns the storage migration state of every type registered
+// in several versions (see controllers.Controllers.Migrations); any
+// instance can answer it, the leader with the state of its running passes.
+func (s *Server) Migrations(ctx context.Context) ([]controllers.MigrationStatus, error) {
+	return s.controllers.Migrations(ctx)
+}
 
 // Register serves a resource type (or replaces its registration). It takes
 // effect at once, discovery and OpenAPI included.

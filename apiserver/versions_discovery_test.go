@@ -11,10 +11,12 @@ import (
 
 // The CRD of a type in several versions lists every version, served or
 // not, each with its own schema, columns, subresources and selectable
-// fields, and the stored versions of the type record.
+// fields, and the stored versions of the type record (no controllers
+// run, so no migration changes them; TestServerMigratesStorageVersion
+// shows them after one).
 func TestVersionsCRDView(t *testing.T) {
 	vw := &versionedWidgets{}
-	api, ts := newVersionsServer(t, vw)
+	api, ts := newVersionsServer(t, vw, func(c *Config) { c.DisableControllers = true })
 	r := do(t, ts, "GET", crdsPath+"/widgets.example.dev", "")
 	if r.code != 200 {
 		t.Fatalf("get the CRD: %d %s", r.code, r.body)

@@ -1,8 +1,9 @@
 // Package controllers holds the controllers kapi runs in-process on top of a
 // registry: the namespace controller, which empties terminating namespaces
 // (namespace.go), the garbage collector, which follows ownerReferences
-// (gc.go), and the expiry controller, which deletes objects of types with a
-// time to live (expiry.go). They use only the registry's exported API, as a controller
+// (gc.go), the expiry controller, which deletes objects of types with a
+// time to live (expiry.go), and the migration controller, which rewrites
+// objects stored in an earlier storage version (migration.go). They use only the registry's exported API, as a controller
 // outside kapi would, and work from storage alone: a restart rebuilds their
 // state and finishes interrupted work.
 //
@@ -19,8 +20,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 
 	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/meta"
 )
 
 // Config configures the controllers.
@@ -38,12 +41,19 @@ type Config struct {
 	// kapi_garbage_collector_graph_objects,
 	// kapi_garbage_collector_syncs_total,
 	// kapi_namespace_controller_namespaces_finalized_total,
-	// kapi_expiry_controller_objects_expired_total).
+	// kapi_expiry_controller_objects_expired_total,
+	// kapi_storage_migration_objects_migrated_total,
+	// kapi_storage_migration_object_failures_total,
+	// kapi_storage_migrations_running,
+	// kapi_storage_migrations_completed_total).
 	Metrics prometheus.Registerer
+	// MigrationRate is how many objects a second storage migrations
+	// rewrite at most, all types together, so that they leave storage to
+	// the clients. Default 200.
+	MigrationRate float64
 }
 
-// Controllers are the namespace controller and the garbage collector of one
-// registry.
+// Controllers are the in-process controllers of one registry.
 type Controllers struct {
 	reg     *registry.Registry
 	cfg     Config
@@ -53,8 +63,16 @@ type Controllers struct {
 	typesChanged chan struct{}
 	// expiryTypesChanged is the same signal for the expiry controller.
 	expiryTypesChanged chan struct{}
+	// migrationTypesChanged is the same signal for the migration
+	// controller.
+	migrationTypesChanged chan struct{}
 	// nsEvents and gcEvents record the controllers' events.
 	nsEvents, gcEvents *recorder
+
+	// migrationLimiter throttles the storage migrations' rewrites.
+	migrationLimiter *rate.Limiter
+	migMu            sync.Mutex
+	running          map[meta.GroupResource]*migrator // guarded by migMu
 }
 
 // New returns the controllers of reg and registers their metrics. Nothing
@@ -69,7 +87,12 @@ func New(reg *registry.Registry, cfg Config) (*Controllers, error) {
 	if cfg.Retry <= 0 {
 		cfg.Retry = time.Second
 	}
-	c := &Controllers{reg: reg, cfg: cfg, typesChanged: make(chan struct{}, 1), expiryTypesChanged: make(chan struct{}, 1)}
+	if cfg.MigrationRate <= 0 {
+		cfg.MigrationRate = 200
+	}
+	c := &Controllers{reg: reg, cfg: cfg, typesChanged: make(chan struct{}, 1), expiryTypesChanged: make(chan struct{}, 1),
+		migrationTypesChanged: make(chan struct{}, 1), migrationLimiter: rate.NewLimiter(rate.Limit(cfg.MigrationRate), 1),
+		running: map[meta.GroupResource]*migrator{}}
 	c.nsEvents = newRecorder(c, "namespace-controller")
 	c.gcEvents = newRecorder(c, "garbage-collector-controller")
 	if cfg.Metrics != nil {
@@ -79,7 +102,7 @@ func New(reg *registry.Registry, cfg Config) (*Controllers, error) {
 		}
 	}
 	reg.OnChange(func() {
-		for _, ch := range []chan struct{}{c.typesChanged, c.expiryTypesChanged} {
+		for _, ch := range []chan struct{}{c.typesChanged, c.expiryTypesChanged, c.migrationTypesChanged} {
 			select {
 			case ch <- struct{}{}:
 			default:
@@ -89,8 +112,8 @@ func New(reg *registry.Registry, cfg Config) (*Controllers, error) {
 	return c, nil
 }
 
-// Run runs the namespace controller, the garbage collector and the expiry
-// controller until ctx ends. It may run again after it returned (an
+// Run runs the namespace controller, the garbage collector, the expiry
+// controller and the migration controller until ctx ends. It may run again after it returned (an
 // apiserver.Elector runs it each time this instance leads), but two runs
 // must not overlap.
 func (c *Controllers) Run(ctx context.Context) {
@@ -98,6 +121,7 @@ func (c *Controllers) Run(ctx context.Context) {
 	wg.Go(func() { c.runNamespaceController(ctx) })
 	wg.Go(func() { c.runGarbageCollector(ctx) })
 	wg.Go(func() { c.runExpiry(ctx) })
+	wg.Go(func() { c.runMigrations(ctx) })
 	wg.Wait()
 }
 

@@ -21,6 +21,10 @@ type metrics struct {
 	gcSyncs            prometheus.Counter
 	namespaceFinalized prometheus.Counter
 	expiredObjects     prometheus.Counter
+	migratedObjects    prometheus.Counter
+	migrationFailures  prometheus.Counter
+	migrationsRunning  prometheus.Gauge
+	migrationsDone     prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -45,8 +49,25 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "kapi_expiry_controller_objects_expired_total",
 			Help: "Number of objects of types with a time to live (events) the expiry controller deleted.",
 		}),
+		migratedObjects: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kapi_storage_migration_objects_migrated_total",
+			Help: "Number of objects storage migrations rewrote from an earlier storage version into the current one.",
+		}),
+		migrationFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kapi_storage_migration_object_failures_total",
+			Help: "Number of times a storage migration could not convert an object into the storage version (the migration is retried and does not complete).",
+		}),
+		migrationsRunning: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "kapi_storage_migrations_running",
+			Help: "Number of types whose storage migration is under way (or waiting to retry) in this process.",
+		}),
+		migrationsDone: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kapi_storage_migrations_completed_total",
+			Help: "Number of storage migrations completed: every object of the type is stored in its storage version.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.gcActions, m.gcGraphObjects, m.gcSyncs, m.namespaceFinalized, m.expiredObjects} {
+	for _, c := range []prometheus.Collector{m.gcActions, m.gcGraphObjects, m.gcSyncs, m.namespaceFinalized, m.expiredObjects,
+		m.migratedObjects, m.migrationFailures, m.migrationsRunning, m.migrationsDone} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -85,5 +106,29 @@ func (m *metrics) namespaceDone() {
 func (m *metrics) expired(n int) {
 	if m != nil && n > 0 {
 		m.expiredObjects.Add(float64(n))
+	}
+}
+
+func (m *metrics) migrated() {
+	if m != nil {
+		m.migratedObjects.Inc()
+	}
+}
+
+func (m *metrics) migrationFailed() {
+	if m != nil {
+		m.migrationFailures.Inc()
+	}
+}
+
+func (m *metrics) migrationRunning(delta float64) {
+	if m != nil {
+		m.migrationsRunning.Add(delta)
+	}
+}
+
+func (m *metrics) migrationCompleted() {
+	if m != nil {
+		m.migrationsDone.Inc()
 	}
 }

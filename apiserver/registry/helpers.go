@@ -28,6 +28,8 @@ func storageError(err error, gr meta.GroupResource, name string) error {
 		return meta.NewAlreadyExists(gr, name)
 	case errors.Is(err, storage.ErrConflict):
 		return meta.NewConflict(gr, name, meta.ConflictModified)
+	case errors.Is(err, errSetRetired):
+		return meta.NewConflict(gr, name, err.Error())
 	case errors.As(err, &compacted):
 		return meta.NewGone(fmt.Sprintf("The resourceVersion for the provided list is too old. (requested %d, oldest available %d)", compacted.Requested, compacted.Oldest))
 	case errors.As(err, &future):

@@ -67,7 +67,12 @@ func (r *Registry) RegisterVersions(def Versions) error {
 			delete(r.stores, gvr)
 		}
 	}
-	if prev := r.sets[gr]; prev != nil {
+	prev := r.sets[gr]
+	vs.guard.gate = &writeGate{}
+	if prev != nil && prev.storage == vs.storage {
+		vs.guard.gate = prev.guard.gate // writes through either go on in the same version
+	}
+	if prev != nil {
 		for v, st := range prev.stores {
 			if prev.byName[v].Unserved {
 				old = append(old, st)
@@ -81,6 +86,9 @@ func (r *Registry) RegisterVersions(def Versions) error {
 	r.gen++
 	listeners := append([]func(){}, r.listeners...)
 	r.mu.Unlock()
+	if prev != nil && prev.storage != vs.storage {
+		prev.guard.gate.retire() // before the listeners: a migration must not start while old writes may land
+	}
 	for _, st := range old {
 		st.stopWatchCache() // its watches end; clients reconnect to the new one
 	}

@@ -125,6 +125,9 @@ type versionSet struct {
 	spokes   map[string]Spoke
 	prefixes map[string]string // version → `{"apiVersion":"<group/version>",` (a stored value's start)
 	stores   map[string]*Store // by version, served or not
+
+	// guard guards the writes of the set's stores (see writeGuard).
+	guard *writeGuard
 }
 
 // newVersionSet checks def (each resource already completed) and builds
@@ -135,7 +138,7 @@ func newVersionSet(def Versions) (*versionSet, error) {
 	}
 	first := &def.Versions[0]
 	gr := first.GroupResource()
-	vs := &versionSet{def: def, group: first.Group, kind: first.Kind, storage: def.Storage,
+	vs := &versionSet{def: def, group: first.Group, kind: first.Kind, storage: def.Storage, guard: &writeGuard{},
 		byName: map[string]*Resource{}, prefixes: map[string]string{}, none: def.Conversion.None}
 	for i := range def.Versions {
 		r := &def.Versions[i]
@@ -303,7 +306,7 @@ func (vs *versionSet) versionStorage(st storage.Store, prefix []byte, v string) 
 		}
 		return vs.convertStored(key, prefix, value, from, v)
 	}
-	return newConvertingStorage(st, out, in)
+	return newGuardedConvertingStorage(st, out, in, vs.guard)
 }
 
 // storedVersion returns the version a stored object was written in.

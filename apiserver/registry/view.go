@@ -65,6 +65,10 @@ type convertingStorage struct {
 	// watch cache that converts one only when its state lacks it
 	// (forCache).
 	rawPrev bool
+	// guard, for a version of a type in several versions, lets creates
+	// and updates through only while the registration is current (see
+	// writeGuard).
+	guard *writeGuard
 }
 
 // out converts a value read from storage; nil stays nil (no previous
@@ -110,6 +114,10 @@ func (v convertingStorage) Create(ctx context.Context, key, value []byte) (int64
 	if err != nil {
 		return 0, err
 	}
+	if err := v.guard.enter(); err != nil {
+		return 0, err
+	}
+	defer v.guard.exit()
 	return v.Store.Create(ctx, key, value)
 }
 
@@ -118,6 +126,10 @@ func (v convertingStorage) Update(ctx context.Context, key, value []byte, expect
 	if err != nil {
 		return 0, err
 	}
+	if err := v.guard.enter(); err != nil {
+		return 0, err
+	}
+	defer v.guard.exit()
 	return v.Store.Update(ctx, key, value, expectedRevision)
 }
 
@@ -209,7 +221,13 @@ func forCache(st storage.Store) (storage.Store, func(key, value []byte) []byte) 
 // newConvertingStorage returns st with values converted by fromStored on
 // their way out and toStored on their way in.
 func newConvertingStorage(st storage.Store, fromStored, toStored func(key, value []byte) ([]byte, error)) storage.Store {
-	v := convertingStorage{Store: st, fromStored: fromStored, toStored: toStored}
+	return newGuardedConvertingStorage(st, fromStored, toStored, nil)
+}
+
+// newGuardedConvertingStorage is newConvertingStorage whose creates and
+// updates go through guard.
+func newGuardedConvertingStorage(st storage.Store, fromStored, toStored func(key, value []byte) ([]byte, error), guard *writeGuard) storage.Store {
+	v := convertingStorage{Store: st, fromStored: fromStored, toStored: toStored, guard: guard}
 	if _, ok := st.(storage.ProgressRequester); ok {
 		return progressConvertingStorage{v}
 	}
