@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/kapi-dev/kapi/meta"
 	"github.com/kapi-dev/kapi/schema"
@@ -62,7 +63,9 @@ type Spoke struct {
 
 // TypedSpoke is a Spoke from functions on the Go types of a version (S)
 // and of the hub (H): each object goes through JSON into the typed value
-// and back.
+// and back. Integral numbers written as floats ("1.0", "1e3"), which the
+// schema accepts as integers, are decoded as integers, and the result keeps
+// every number exact.
 func TypedSpoke[S, H any](toHub func(src *S, dst *H) error, fromHub func(src *H, dst *S) error) Spoke {
 	return Spoke{
 		ToHub:   func(obj Object) (Object, error) { return convertTyped(obj, toHub) },
@@ -73,17 +76,46 @@ func TypedSpoke[S, H any](toHub func(src *S, dst *H) error, fromHub func(src *H,
 func convertTyped[A, B any](obj Object, fn func(*A, *B) error) (Object, error) {
 	var a A
 	var b B
-	if err := viaJSON(obj, &a); err != nil {
+	if err := viaJSON(integralNumbers(obj), &a); err != nil {
 		return nil, fmt.Errorf("decoding into %T: %w", a, err)
 	}
 	if err := fn(&a, &b); err != nil {
 		return nil, err
 	}
-	var out Object
-	if err := viaJSON(&b, &out); err != nil {
+	enc, err := json.Marshal(&b)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %T: %w", b, err)
+	}
+	// Not encoding/json: it would make every number a float64.
+	out, err := decodeObject(enc)
+	if err != nil {
 		return nil, fmt.Errorf("encoding %T: %w", b, err)
 	}
 	return out, nil
+}
+
+// integralNumbers rewrites, in place, the json.Numbers of v that are
+// integral but not written as integers ("1.0", "1e3", within ±2^53, the
+// values the schema accepts as integers) as integers, so that they decode
+// into Go integer fields.
+func integralNumbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = integralNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = integralNumbers(e)
+		}
+	case json.Number:
+		if _, err := strconv.ParseInt(string(x), 10, 64); err != nil {
+			if i, ok := meta.AsInt64(x); ok {
+				return json.Number(strconv.FormatInt(i, 10))
+			}
+		}
+	}
+	return v
 }
 
 // viaJSON sets out from in's JSON encoding.

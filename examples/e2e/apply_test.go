@@ -131,7 +131,7 @@ spec: {size: 1, tags: [a], ports: [{name: http, port: 80}]}
 		{"cm", "c", "merge", `{"data":{"a":null,"c":"3"}}`, "{.data}", `{"b":"2","c":"3"}`},
 		{"cm", "c", "strategic", `{"metadata":{"labels":{"tier":"gold"}}}`, "{.metadata.labels.tier}", "gold"},
 		{"widget", "w", "json", `[{"op":"test","path":"/spec/size","value":1},{"op":"replace","path":"/spec/size","value":2}]`, "{.spec.size}", "2"},
-		{"widget", "w", "merge", `{"spec":{"color":"blue"}}`, "{.spec.color}", "blue"},
+		{"widgets.v1.example.dev", "w", "merge", `{"spec":{"color":"blue"}}`, "{.spec.color}", "blue"}, // v1's field
 	} {
 		out := s.MustKubectl(t, "patch", tc.kind, tc.name, "-n", "pt", "--type", tc.typ, "-p", tc.patch)
 		if !strings.Contains(out, "patched") {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -28,7 +29,7 @@ type wantResource struct {
 
 // The resources of the quickstart, as kube-apiserver v1.36 describes them
 // (namespaces, configmaps, secrets and leases built in, widgets from
-// widgets-crd.yaml).
+// widgets-crd.yaml, in two versions).
 var quickstartResources = []wantResource{
 	{
 		groupVersion: "v1", name: "namespaces", kind: "Namespace", singular: "namespace",
@@ -59,6 +60,13 @@ var quickstartResources = []wantResource{
 		shortNames: []string{"wd"},
 		categories: []string{"all"},
 	},
+	{
+		groupVersion: "example.dev/v2", name: "widgets", kind: "Widget", singular: "widget",
+		namespaced: true,
+		verbs:      []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"},
+		shortNames: []string{"wd"},
+		categories: []string{"all"},
+	},
 }
 
 func sameSet(a, b []string) bool {
@@ -81,8 +89,9 @@ func TestDiscovery(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ServerGroupsAndResources: %v", err)
 		}
-		versions := map[string][]string{}
+		versions, preferred := map[string][]string{}, map[string]string{}
 		for _, g := range groups {
+			preferred[g.Name] = g.PreferredVersion.GroupVersion
 			for _, v := range g.Versions {
 				versions[g.Name] = append(versions[g.Name], v.GroupVersion)
 			}
@@ -93,8 +102,9 @@ func TestDiscovery(t *testing.T) {
 		if !slices.Contains(versions[""], "v1") {
 			t.Errorf("core group versions = %v, want v1 among them", versions[""])
 		}
-		if !slices.Contains(versions["example.dev"], "example.dev/v1") {
-			t.Errorf("example.dev versions = %v, want example.dev/v1 among them", versions["example.dev"])
+		// Highest priority first, as kube-apiserver orders a CRD's versions.
+		if !slices.Equal(versions["example.dev"], []string{"example.dev/v2", "example.dev/v1"}) || preferred["example.dev"] != "example.dev/v2" {
+			t.Errorf("example.dev versions = %v, preferred %s; want [example.dev/v2 example.dev/v1], preferred example.dev/v2", versions["example.dev"], preferred["example.dev"])
 		}
 
 		byGV := map[string]map[string]metav1.APIResource{}
@@ -131,23 +141,8 @@ func TestDiscovery(t *testing.T) {
 			}
 		}
 
-		widgets := byGV["example.dev/v1"]
-		status, ok := widgets["widgets/status"]
-		if !ok {
-			t.Errorf("widgets/status is not in discovery (have %v)", keys(widgets))
-		} else {
-			if status.Kind != "Widget" || !status.Namespaced || !sameSet(status.Verbs, []string{"get", "patch", "update"}) {
-				t.Errorf("widgets/status = %+v, want kind Widget, namespaced, verbs [get patch update]", status)
-			}
-		}
-		scale, ok := widgets["widgets/scale"]
-		if !ok {
-			t.Errorf("widgets/scale is not in discovery (have %v)", keys(widgets))
-		} else {
-			if scale.Kind != "Scale" || scale.Group != "autoscaling" || scale.Version != "v1" ||
-				!scale.Namespaced || !sameSet(scale.Verbs, []string{"get", "patch", "update"}) {
-				t.Errorf("widgets/scale = %+v, want kind Scale in autoscaling/v1, namespaced, verbs [get patch update]", scale)
-			}
+		for _, gv := range []string{"example.dev/v1", "example.dev/v2"} {
+			checkWidgetSubresources(t, gv, byGV[gv])
 		}
 	})
 
@@ -225,6 +220,10 @@ func TestDiscovery(t *testing.T) {
 		if m.Scope.Name() != meta.RESTScopeNameNamespace {
 			t.Errorf("RESTMapping(Widget).Scope = %v, want namespace", m.Scope.Name())
 		}
+		// Without a version: the preferred one.
+		if m, err := mapper.RESTMapping(schema.GroupKind{Group: "example.dev", Kind: "Widget"}); err != nil || m.Resource.Version != "v2" {
+			t.Errorf("RESTMapping(Widget.example.dev) without a version: %v %v, want widgets.v2.example.dev", m, err)
+		}
 
 		for _, in := range []string{"widgets", "widget", "wd"} {
 			gvk, err := mapper.KindFor(schema.GroupVersionResource{Resource: in})
@@ -232,7 +231,8 @@ func TestDiscovery(t *testing.T) {
 				t.Errorf("KindFor(%q): %v", in, err)
 				continue
 			}
-			if want := (schema.GroupVersionKind{Group: "example.dev", Version: "v1", Kind: "Widget"}); gvk != want {
+			// The preferred version, v2.
+			if want := (schema.GroupVersionKind{Group: "example.dev", Version: "v2", Kind: "Widget"}); gvk != want {
 				t.Errorf("KindFor(%q) = %v, want %v", in, gvk, want)
 			}
 			gvr, err := mapper.ResourceFor(schema.GroupVersionResource{Resource: in})
@@ -240,8 +240,8 @@ func TestDiscovery(t *testing.T) {
 				t.Errorf("ResourceFor(%q): %v", in, err)
 				continue
 			}
-			if gvr.Resource != "widgets" || gvr.Group != "example.dev" {
-				t.Errorf("ResourceFor(%q) = %v, want widgets.v1.example.dev", in, gvr)
+			if want := (schema.GroupVersionResource{Group: "example.dev", Version: "v2", Resource: "widgets"}); gvr != want {
+				t.Errorf("ResourceFor(%q) = %v, want widgets.v2.example.dev", in, gvr)
 			}
 		}
 
@@ -263,6 +263,36 @@ func TestDiscovery(t *testing.T) {
 			}
 		}
 	})
+}
+
+// checkWidgetSubresources checks the subresources of widgets in one
+// version's legacy discovery: status and scale, and the custom restart,
+// log and health, whose kinds are the version's.
+func checkWidgetSubresources(t *testing.T, gv string, widgets map[string]metav1.APIResource) {
+	t.Helper()
+	status, ok := widgets["widgets/status"]
+	if !ok {
+		t.Errorf("%s widgets/status is not in discovery (have %v)", gv, keys(widgets))
+	} else if status.Kind != "Widget" || !status.Namespaced || !sameSet(status.Verbs, []string{"get", "patch", "update"}) {
+		t.Errorf("%s widgets/status = %+v, want kind Widget, namespaced, verbs [get patch update]", gv, status)
+	}
+	scale, ok := widgets["widgets/scale"]
+	if !ok {
+		t.Errorf("%s widgets/scale is not in discovery (have %v)", gv, keys(widgets))
+	} else if scale.Kind != "Scale" || scale.Group != "autoscaling" || scale.Version != "v1" ||
+		!scale.Namespaced || !sameSet(scale.Verbs, []string{"get", "patch", "update"}) {
+		t.Errorf("%s widgets/scale = %+v, want kind Scale in autoscaling/v1, namespaced, verbs [get patch update]", gv, scale)
+	}
+	version := strings.TrimPrefix(gv, "example.dev/")
+	for sub, kind := range map[string]string{"restart": "WidgetRestart", "health": "WidgetHealth"} {
+		r, ok := widgets["widgets/"+sub]
+		if !ok || r.Kind != kind || (r.Version != "" && r.Version != version) {
+			t.Errorf("%s widgets/%s = %+v (present %v), want kind %s of %s", gv, sub, r, ok, kind, gv)
+		}
+	}
+	if _, ok := widgets["widgets/log"]; !ok {
+		t.Errorf("%s widgets/log is not in discovery (have %v)", gv, keys(widgets))
+	}
 }
 
 func keys[V any](m map[string]V) []string {

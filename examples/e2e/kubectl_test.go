@@ -100,7 +100,8 @@ func TestKubectlAPIResources(t *testing.T) {
 	want := map[string]map[string]string{
 		"namespaces": {"SHORTNAMES": "ns", "APIVERSION": "v1", "NAMESPACED": "false", "KIND": "Namespace"},
 		"configmaps": {"SHORTNAMES": "cm", "APIVERSION": "v1", "NAMESPACED": "true", "KIND": "ConfigMap"},
-		"widgets":    {"SHORTNAMES": "wd", "APIVERSION": "example.dev/v1", "NAMESPACED": "true", "KIND": "Widget"},
+		// The preferred version: the higher one, as for a CRD.
+		"widgets": {"SHORTNAMES": "wd", "APIVERSION": "example.dev/v2", "NAMESPACED": "true", "KIND": "Widget"},
 	}
 	for name, cols := range want {
 		r, ok := byName[name]
@@ -139,13 +140,13 @@ func TestKubectlLifecycle(t *testing.T) {
 		}
 	}
 
-	// get -o json
-	out = s.MustKubectl(t, "get", "widgets", "w1", "-n", "kc", "-o", "json")
+	// get -o json, in v1 (plain "widgets" is the preferred version, v2)
+	out = s.MustKubectl(t, "get", "widgets.v1.example.dev", "w1", "-n", "kc", "-o", "json")
 	w := decode(t, out)
 	checkWidget(t, "get -o json", w, "red", 3)
 
 	// get -o yaml
-	out = s.MustKubectl(t, "get", "widget", "w1", "-n", "kc", "-o", "yaml")
+	out = s.MustKubectl(t, "get", "widget.v1.example.dev", "w1", "-n", "kc", "-o", "yaml")
 	js, err := yaml.YAMLToJSON([]byte(out))
 	if err != nil {
 		t.Fatalf("get -o yaml: %v\n%s", err, out)
@@ -172,8 +173,8 @@ func TestKubectlLifecycle(t *testing.T) {
 		t.Errorf("get configmap -o jsonpath={.data.mode} = %q, want fast", out)
 	}
 
-	// default table output: the printer columns
-	out = s.MustKubectl(t, "get", "wd", "-n", "kc")
+	// default table output: v1's printer columns
+	out = s.MustKubectl(t, "get", "widgets.v1.example.dev", "-n", "kc")
 	header := strings.Fields(strings.SplitN(out, "\n", 2)[0])
 	if strings.Join(header, " ") != "NAME SIZE COLOR PHASE AGE" {
 		t.Errorf("get wd: header %q, want NAME SIZE COLOR PHASE AGE\n%s", header, out)
@@ -202,7 +203,7 @@ func TestKubectlLifecycle(t *testing.T) {
 	if !strings.Contains(out, "widget.example.dev/w1 replaced") {
 		t.Errorf("replace -f: output %q, want widget.example.dev/w1 replaced", out)
 	}
-	out = s.MustKubectl(t, "get", "wd", "w1", "-n", "kc", "-o", "json")
+	out = s.MustKubectl(t, "get", "widgets.v1.example.dev", "w1", "-n", "kc", "-o", "json")
 	replaced := decode(t, out)
 	checkWidget(t, "get after replace", replaced, "blue", 9)
 	if replaced.GetResourceVersion() == w.GetResourceVersion() || replaced.GetUID() != w.GetUID() || replaced.GetGeneration() != 2 {
@@ -290,7 +291,9 @@ func TestKubectlExplain(t *testing.T) {
 	needKubectl(t)
 	s := startServer(t)
 
-	out := s.MustKubectl(t, "explain", "widgets")
+	// v1's schema (plain "widgets" is the preferred version, v2:
+	// TestWidgetsV2Kubectl).
+	out := s.MustKubectl(t, "explain", "widgets", "--api-version=example.dev/v1")
 	for _, re := range []string{
 		`(?m)^GROUP:\s+example\.dev$`, `(?m)^KIND:\s+Widget$`, `(?m)^VERSION:\s+v1$`, `(?m)^FIELDS:$`,
 		`(?m)^\s+apiVersion\s+<string>`, `(?m)^\s+kind\s+<string>`, `(?m)^\s+metadata\s+<ObjectMeta>`,
@@ -301,7 +304,7 @@ func TestKubectlExplain(t *testing.T) {
 		}
 	}
 
-	out = s.MustKubectl(t, "explain", "widgets.spec")
+	out = s.MustKubectl(t, "explain", "widgets.spec", "--api-version=example.dev/v1")
 	for _, re := range []string{
 		`(?m)^FIELD:\s+spec <Object>$`,
 		`(?m)^\s+size\s+<integer> -required-$`, `(?m)^\s+color\s+<string>$`, `(?m)^\s+replicas\s+<integer>$`,

@@ -304,7 +304,7 @@ func TestMetadataClientAndInformer(t *testing.T) {
 	}
 }
 
-// kubectl get shows the printer columns of widgets (Size, Color, Phase,
+// kubectl get shows the printer columns of v1 widgets (Size, Color, Phase,
 // Age) and of configmaps, from the server's Table.
 func TestKubectlGetTable(t *testing.T) {
 	t.Parallel()
@@ -327,7 +327,7 @@ func TestKubectlGetTable(t *testing.T) {
 	if _, err := wds.Create(ctx, w2, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	out := s.MustKubectl(t, "get", "widgets", "-n", "tb")
+	out := s.MustKubectl(t, "get", "widgets.v1.example.dev", "-n", "tb")
 	if !regexp.MustCompile(`^NAME\s+SIZE\s+COLOR\s+PHASE\s+AGE\n`).MatchString(out) {
 		t.Fatalf("header of\n%s", out)
 	}
@@ -346,7 +346,7 @@ func TestKubectlGetTable(t *testing.T) {
 		t.Fatalf("kubectl get configmaps:\n%s", out)
 	}
 	// One object, and without headers.
-	out = s.MustKubectl(t, "get", "widget", "w1", "-n", "tb", "--no-headers")
+	out = s.MustKubectl(t, "get", "widgets.v1.example.dev", "w1", "-n", "tb", "--no-headers")
 	if !regexp.MustCompile(`^w1\s+3\s+red\s+Running\s+\d+s\n$`).MatchString(out) {
 		t.Fatalf("kubectl get widget w1 --no-headers:\n%s", out)
 	}

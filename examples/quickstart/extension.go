@@ -12,11 +12,13 @@ import (
 	"github.com/kapi-dev/kapi/schema"
 )
 
-// Custom subresources of widgets (see docs/extension.md):
+// Custom subresources of widgets (see docs/extension.md), served in both
+// versions (VERSION is v1 or v2), as a CRD serves its subresources per
+// version:
 //
-//	POST /apis/example.dev/v1/namespaces/NS/widgets/NAME/restart   an action
-//	GET  /apis/example.dev/v1/namespaces/NS/widgets/NAME/log       a stream (?follow=true)
-//	GET  /apis/example.dev/v1/namespaces/NS/widgets/NAME/health    a computed view
+//	POST /apis/example.dev/VERSION/namespaces/NS/widgets/NAME/restart   an action
+//	GET  /apis/example.dev/VERSION/namespaces/NS/widgets/NAME/log       a stream (?follow=true)
+//	GET  /apis/example.dev/VERSION/namespaces/NS/widgets/NAME/health    a computed view
 
 // restartedAtAnnotation is what widgets/restart bumps.
 const restartedAtAnnotation = "example.dev/restartedAt"
@@ -38,15 +40,18 @@ type WidgetHealth struct {
 	ReadyReplicas   int64           `json:"readyReplicas"`
 }
 
-// widgetSubresources returns restart, log and health.
-func widgetSubresources() (map[string]registry.Subresource, error) {
+// widgetSubresources returns restart, log and health for one version of
+// widgets: each works on the object in that version (req.Store and
+// req.Parent are the version's), and its request and answer kinds are the
+// version's.
+func widgetSubresources(version string) (map[string]registry.Subresource, error) {
 	restart, err := schema.For[WidgetRestart]()
 	if err != nil {
 		return nil, fmt.Errorf("deriving the schema of WidgetRestart: %w", err)
 	}
 	return map[string]registry.Subresource{
 		"restart": {
-			Kind:   meta.GroupVersionKind{Group: "example.dev", Version: "v1", Kind: "WidgetRestart"},
+			Kind:   meta.GroupVersionKind{Group: "example.dev", Version: version, Kind: "WidgetRestart"},
 			Schema: restart,
 			Create: restartWidget,
 		},
@@ -54,7 +59,7 @@ func widgetSubresources() (map[string]registry.Subresource, error) {
 			Stream: widgetLog,
 		},
 		"health": {
-			Kind: meta.GroupVersionKind{Group: "example.dev", Version: "v1", Kind: "WidgetHealth"},
+			Kind: meta.GroupVersionKind{Group: "example.dev", Version: version, Kind: "WidgetHealth"},
 			Get:  widgetHealth,
 		},
 	}, nil
@@ -125,10 +130,14 @@ func widgetLog(ctx context.Context, req *registry.Request, w io.Writer) error {
 	return nil
 }
 
-// logLine describes one state of a widget.
+// logLine describes one state of a widget, in v1 (spec.color) or v2
+// (spec.appearance.color).
 func logLine(obj registry.Object) string {
 	size, _, _ := meta.NestedField(obj, "spec", "size")
-	color, _, _ := meta.NestedString(obj, "spec", "color")
+	color, ok, _ := meta.NestedString(obj, "spec", "color")
+	if !ok {
+		color, _, _ = meta.NestedString(obj, "spec", "appearance", "color")
+	}
 	phase, _, _ := meta.NestedString(obj, "status", "phase")
 	restarted, _, _ := meta.NestedString(obj, "metadata", "annotations", restartedAtAnnotation)
 	line := fmt.Sprintf("%s widget %s resourceVersion=%s generation=%d size=%v color=%q phase=%q",

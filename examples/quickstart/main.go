@@ -1,7 +1,9 @@
 // Command quickstart is a standalone kapi server on the embedded Badger store.
 // It serves core v1 namespaces, configmaps and secrets, coordination.k8s.io/v1
-// leases, and the example.dev/v1 widgets type (with the custom subresources widgets/restart, widgets/log and
-// widgets/health: docs/extension.md) over HTTPS (a CA, a serving
+// leases, and the widgets type in example.dev/v1 and example.dev/v2 (stored
+// in v1, converted by Go functions: widget_v2.go; with the custom
+// subresources widgets/restart, widgets/log and widgets/health:
+// docs/extension.md) over HTTPS (a CA, a serving
 // certificate and an admin token are created in <data-dir>/pki on first
 // start), and writes a kubeconfig so that kubectl works with no set-up:
 //
@@ -214,7 +216,8 @@ func openAudit(cfg *apiserver.Config, path string, logger *slog.Logger) (func(),
 
 // newAPI makes the API with its metrics (served at /metrics, authorized as
 // a non-resource URL) and registers the built-in configmaps, secrets,
-// leases and events (both views, living eventTTL), and widgets.
+// leases and events (both views, living eventTTL), and widgets in two
+// versions.
 func newAPI(ctx context.Context, cfg apiserver.Config, eventTTL time.Duration) (*apiserver.Server, error) {
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -224,14 +227,17 @@ func newAPI(ctx context.Context, cfg apiserver.Config, eventTTL time.Duration) (
 	if err != nil {
 		return nil, err
 	}
-	wd, err := widgets()
+	types := append([]registry.Resource{registry.ConfigMaps(), registry.Secrets(), registry.Leases()},
+		registry.Events(registry.EventOptions{TTL: eventTTL})...)
+	for _, res := range types {
+		if err = api.Register(res); err != nil {
+			break
+		}
+	}
 	if err == nil {
-		types := append([]registry.Resource{registry.ConfigMaps(), registry.Secrets(), registry.Leases(), wd},
-			registry.Events(registry.EventOptions{TTL: eventTTL})...)
-		for _, res := range types {
-			if err = api.Register(res); err != nil {
-				break
-			}
+		var wd registry.Versions
+		if wd, err = widgetVersions(); err == nil {
+			err = api.RegisterVersions(wd)
 		}
 	}
 	if err != nil {
