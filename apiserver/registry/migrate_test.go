@@ -165,7 +165,7 @@ func TestCompleteMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms, err := reg.StorageMigrations(ctx)
-	if err != nil || len(ms) != 1 || !ms[0].Pending() || ms[0].StorageVersion != "v2" || strings.Join(ms[0].StoredVersions, ",") != "v2,v1" {
+	if err != nil || len(ms) != 1 || !ms[0].Pending() || ms[0].StorageVersion != "v2" || strings.Join(ms[0].StoredVersions, ",") != "v1,v2" {
 		t.Fatalf("StorageMigrations: %+v, %v", ms, err)
 	}
 	if err := reg.CompleteMigration(widgetsGR, "v1"); !errors.Is(err, ErrStorageVersionChanged) {
