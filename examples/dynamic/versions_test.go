@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/kapi-dev/kapi/meta"
 )
