@@ -99,13 +99,6 @@ func (s *testServer) call(method, path, body string) (int, string) {
 	return code, b
 }
 
-// callType is doType without the header.
-func (s *testServer) callType(method, path, contentType, body string) (int, string) {
-	s.t.Helper()
-	code, b, _ := s.doType(method, path, contentType, body)
-	return code, b
-}
-
 // status decodes a Status answer, failing the test on anything else.
 func status(t *testing.T, body string) meta.Status {
 	t.Helper()
