@@ -1,7 +1,8 @@
 // Command quickstart is a standalone kapi server on the embedded Badger store.
 // It serves core v1 namespaces, configmaps and secrets, coordination.k8s.io/v1
 // leases, and the widgets type in example.dev/v1 and example.dev/v2 (stored
-// in v1, converted by Go functions: widget_v2.go; with the custom
+// in v1, or in v2 with --widget-storage-version v2, converted by Go
+// functions: widget_v2.go; with the custom
 // subresources widgets/restart, widgets/log and widgets/health:
 // docs/extension.md) over HTTPS (a CA, a serving
 // certificate and an admin token are created in <data-dir>/pki on first
@@ -55,6 +56,8 @@ type options struct {
 	inMemory, insecure                                                 bool
 	history, shutdownTimeout, eventTTL                                 time.Duration
 	storage                                                            storageFlags
+	widgetStorage                                                      string  // "v1" or "v2"
+	migrationRate                                                      float64 // objects a second; 0: the library's default
 }
 
 func parseFlags() options {
@@ -75,6 +78,8 @@ func parseFlags() options {
 	flag.StringVar(&o.pprofListen, "pprof-listen", "", "serve Go's net/http/pprof profiles on this separate address (loopback only; off by default)")
 	flag.StringVar(&o.memLimit, "memory-limit", "auto", "Go's soft memory limit: auto (the live heap plus a quarter of it, at least 32 MiB more, at least 160 MiB in all, re-evaluated after every garbage collection), off (GOGC alone), or a fixed size such as 512MiB; a GOMEMLIMIT environment variable wins")
 	flag.DurationVar(&o.eventTTL, "event-ttl", time.Hour, "how long an event lives after its last write, as kube-apiserver's --event-ttl")
+	flag.StringVar(&o.widgetStorage, "widget-storage-version", "v1", "the version widgets are written in, v1 or v2 (both stay served); on a change the objects stored in the other one are migrated while the server runs")
+	flag.Float64Var(&o.migrationRate, "migration-rate", 0, "at most this many objects a second are rewritten by storage migrations (0: the library's default, 200)")
 	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long in-flight requests may take to finish before they are cut off (watches end at once)")
 	flag.Parse()
 	o.storage.dataDir, o.storage.inMemory, o.storage.history = o.dataDir, o.inMemory, o.history
@@ -103,6 +108,12 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	if o.widgetStorage != "v1" && o.widgetStorage != "v2" {
+		return fmt.Errorf("--widget-storage-version: %q is not a version of widgets (v1 or v2)", o.widgetStorage)
+	}
+	if o.migrationRate < 0 {
+		return fmt.Errorf("--migration-rate: %v is negative", o.migrationRate)
+	}
 	if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
 		return fmt.Errorf("creating data directory: %w", err)
 	}
@@ -125,7 +136,7 @@ func run() error {
 		return err
 	}
 	addr := ln.Addr().String()
-	cfg := apiserver.Config{Storage: store, Logger: logger, Elector: elector}
+	cfg := apiserver.Config{Storage: store, Logger: logger, Elector: elector, MigrationRate: o.migrationRate}
 	tlsConfig, creds, err := secure(&cfg, o, addr)
 	if err != nil {
 		return err
@@ -137,7 +148,7 @@ func run() error {
 		}
 		defer closeAudit()
 	}
-	api, err := newAPI(ctx, cfg, o.eventTTL)
+	api, err := newAPI(ctx, cfg, o.eventTTL, o.widgetStorage)
 	if err != nil {
 		return err
 	}
@@ -217,8 +228,8 @@ func openAudit(cfg *apiserver.Config, path string, logger *slog.Logger) (func(),
 // newAPI makes the API with its metrics (served at /metrics, authorized as
 // a non-resource URL) and registers the built-in configmaps, secrets,
 // leases and events (both views, living eventTTL), and widgets in two
-// versions.
-func newAPI(ctx context.Context, cfg apiserver.Config, eventTTL time.Duration) (*apiserver.Server, error) {
+// versions, written in widgetStorage.
+func newAPI(ctx context.Context, cfg apiserver.Config, eventTTL time.Duration, widgetStorage string) (*apiserver.Server, error) {
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg.Metrics = metrics
@@ -236,7 +247,7 @@ func newAPI(ctx context.Context, cfg apiserver.Config, eventTTL time.Duration) (
 	}
 	if err == nil {
 		var wd registry.Versions
-		if wd, err = widgetVersions(); err == nil {
+		if wd, err = widgetVersions(widgetStorage); err == nil {
 			err = api.RegisterVersions(wd)
 		}
 	}

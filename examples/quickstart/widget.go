@@ -43,10 +43,12 @@ type WidgetStatus struct {
 
 // widgetVersions is the registration of widgets: example.dev/v1 exactly as
 // it was before v2 existed (its objects stay stored as they are, so a data
-// directory needs no migration) and example.dev/v2 (widget_v2.go). v1 is
-// the storage version and the hub: a v2 object is converted to v1 when it
-// is written and back when it is read.
-func widgetVersions() (registry.Versions, error) {
+// directory needs no migration) and example.dev/v2 (widget_v2.go), written
+// in storage (v1 by default, or v2). v1 is the hub: with v1 stored, a v2
+// object is converted to v1 when it is written and back when it is read.
+// With v2 stored, writes are converted to v2, and the migration controller
+// rewrites the objects still stored in v1.
+func widgetVersions(storage string) (registry.Versions, error) {
 	v1, err := widgetsV1()
 	if err != nil {
 		return registry.Versions{}, err
@@ -57,7 +59,7 @@ func widgetVersions() (registry.Versions, error) {
 	}
 	return registry.Versions{
 		Versions: []registry.Resource{v1, v2},
-		Storage:  "v1",
+		Storage:  storage,
 		Conversion: registry.Conversion{Hub: "v1", Spokes: map[string]registry.Spoke{
 			"v2": registry.TypedSpoke(widgetV2ToV1, widgetV1ToV2),
 		}},

@@ -84,12 +84,12 @@ func newConversionHarness(tb testing.TB) *conversionHarness {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { store.Close() })
-	api, err := newAPI(context.Background(), apiserver.Config{Storage: store, AllowAnonymous: true}, time.Hour)
+	api, err := newAPI(context.Background(), apiserver.Config{Storage: store, AllowAnonymous: true}, time.Hour, "v1")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { api.Close() })
-	vs, err := widgetVersions()
+	vs, err := widgetVersions("v1")
 	if err != nil {
 		tb.Fatal(err)
 	}
