@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Gizmos of examples/dynamic in two versions: v1 has spec.color, v2 has it
@@ -79,6 +80,13 @@ func TestDynamicVersionsKubectl(t *testing.T) {
 	}
 	get("gizmos.v1.toys.example.com", "g2", "{.spec.color}", "blue")
 
+	// Leaving v1 out is refused: g1 and g2 are stored in it.
+	code, body := putType(t, s, "gizmos", `{`+gizmoHead+`,"versions":[{"name":"v2","served":true,"storage":true,"schema":`+gizmoSchemaV2+`}],"conversion":`+gizmoMoves+`}`)
+	const want = "registry: gizmos.toys.example.com: objects may still be stored in version v1: keep it among the versions (Unserved if it is no longer served) until a migration to v2 has finished"
+	if msg := invalidMessage(t, code, body); msg != want {
+		t.Errorf("PUT without v1: %d %s\nwant the message %s", code, body, want)
+	}
+
 	// v2 becomes the storage version, v1 is deprecated: kubectl prints the
 	// warning, and writes through v1 (client-side and server-side apply)
 	// read back through v2.
@@ -104,13 +112,21 @@ func TestDynamicVersionsKubectl(t *testing.T) {
 		t.Errorf("kubectl get gizmos through v2: %q", out)
 	}
 
-	// Leaving v1 out is refused: g2 is still stored in it.
-	code, body := putType(t, s, "gizmos", `{`+gizmoHead+`,"versions":[{"name":"v2","served":true,"storage":true,"schema":`+gizmoSchemaV2+`}],"conversion":`+gizmoMoves+`}`)
-	const want = "registry: gizmos.toys.example.com: objects may still be stored in version v1: keep it among the versions (Unserved if it is no longer served) until a migration to v2 has finished"
-	if msg := invalidMessage(t, code, body); msg != want {
-		t.Errorf("PUT without v1: %d %s\nwant the message %s", code, body, want)
+	// Once the migration has moved every object to v2, v1 can go.
+	crd := "customresourcedefinitions.apiextensions.k8s.io"
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		got := s.MustKubectl(t, "get", crd, "gizmos.toys.example.com", "-o", "jsonpath={.status.storedVersions}")
+		if got == `["v2"]` {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the migration did not complete: storedVersions %s", got)
+		}
 	}
-	get("gizmo", "g2", "{.spec.paint.color}", "blue")
+	put(`{` + gizmoHead + `,"versions":[{"name":"v2","served":true,"storage":true,"schema":` + gizmoSchemaV2 + `}],"conversion":{"strategy":"None"}}`)
+	if out := s.MustKubectl(t, "get", "gizmos", "-o", "jsonpath={range .items[*]}{.metadata.name}={.spec.paint.color} {end}"); out != "g1=green g2=blue g3=yellow " {
+		t.Errorf("kubectl get gizmos with v2 alone: %q", out)
+	}
 }
 
 func readFile(t *testing.T, path string) string {
