@@ -108,10 +108,10 @@ func (e *Elector) Leader(ctx context.Context) (string, error) {
 // Run campaigns until ctx ends or the store closes, and calls lead each
 // time this instance becomes leader, with a context that ends when
 // leadership ends and that carries the term's storage.Fence (see
-// storage.WithFence): writes through the Store with it succeed only while
-// this term's leader key exists. lead must return when its context ends. When ctx ends,
-// Run resigns (revokes its lease, so the next candidate takes over at
-// once) and returns.
+// storage.WithFence): writes with it through any Store on the same etcd
+// cluster succeed only while this term's leader key exists. lead must
+// return when its context ends. When ctx ends, Run resigns (revokes its
+// lease, so the next candidate takes over at once) and returns.
 func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context)) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
