@@ -9,7 +9,10 @@
 //
 // apiserver.New starts them (see its Config.DisableControllers and
 // Config.Elector); a host that serves a registry.Registry itself runs them
-// with New and Run.
+// with New and Run. Every write they make uses the context Run was given,
+// so under storage/etcd's Elector each one carries the term's
+// storage.Fence: a write refused by it (storage.ErrFenced) ends the term's
+// context, and they stop.
 package controllers
 
 import (

@@ -272,7 +272,7 @@ func (m *migrator) pass(ctx context.Context) error {
 		m.mu.Unlock()
 		return fmt.Errorf("%d objects could not be converted to %s", p.Failed, m.mig.StorageVersion)
 	}
-	if err := m.c.reg.CompleteMigration(m.gr, m.mig.StorageVersion); err != nil {
+	if err := m.c.reg.CompleteMigration(ctx, m.gr, m.mig.StorageVersion); err != nil {
 		return fmt.Errorf("completing the migration: %w", err)
 	}
 	p.LastKey, p.Failed, p.Complete = "", 0, true

@@ -38,6 +38,10 @@ func storageError(err error, gr meta.GroupResource, name string) error {
 		return meta.NewRequestEntityTooLarge(err.Error())
 	case errors.Is(err, storage.ErrClosed):
 		return meta.NewServiceUnavailable("the storage is shutting down")
+	case errors.Is(err, storage.ErrFenced):
+		// Only a leader's own work carries a fence: it learns it lost the
+		// lease from the storage error, which stays in the chain.
+		return fmt.Errorf("%w: %w", meta.NewServiceUnavailable("this instance no longer leads: the write was refused"), err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return meta.NewTimeout("request did not complete in time", 1)
 	}

@@ -144,9 +144,10 @@ func (r *Registry) MigrateStored(ctx context.Context, gr meta.GroupResource, to 
 // storage version to (TypeRecord.StoredVersions becomes [to]), after a
 // migration has rewritten them all: the other versions may then be
 // removed. It fails with ErrStorageVersionChanged when to is no longer the
-// storage version, as registered here and as recorded.
-func (r *Registry) CompleteMigration(gr meta.GroupResource, to string) error {
-	return r.updateTypeRecord(gr, func(old TypeRecord) (TypeRecord, error) {
+// storage version, as registered here and as recorded. The record is
+// written with ctx (the migration controller's, fenced under an election).
+func (r *Registry) CompleteMigration(ctx context.Context, gr meta.GroupResource, to string) error {
+	return r.updateTypeRecord(ctx, gr, func(old TypeRecord) (TypeRecord, error) {
 		r.mu.RLock()
 		vs := r.sets[gr]
 		r.mu.RUnlock()

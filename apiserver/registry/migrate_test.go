@@ -168,10 +168,10 @@ func TestCompleteMigration(t *testing.T) {
 	if err != nil || len(ms) != 1 || !ms[0].Pending() || ms[0].StorageVersion != "v2" || strings.Join(ms[0].StoredVersions, ",") != "v1,v2" {
 		t.Fatalf("StorageMigrations: %+v, %v", ms, err)
 	}
-	if err := reg.CompleteMigration(widgetsGR, "v1"); !errors.Is(err, ErrStorageVersionChanged) {
+	if err := reg.CompleteMigration(t.Context(), widgetsGR, "v1"); !errors.Is(err, ErrStorageVersionChanged) {
 		t.Errorf("completing a migration to a former storage version: %v", err)
 	}
-	if err := reg.CompleteMigration(widgetsGR, "v2"); err != nil {
+	if err := reg.CompleteMigration(t.Context(), widgetsGR, "v2"); err != nil {
 		t.Fatal(err)
 	}
 	if ms, _ := reg.StorageMigrations(ctx); ms[0].Pending() || strings.Join(ms[0].StoredVersions, ",") != "v2" {

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -104,7 +105,7 @@ func (r *Registry) RegisterVersions(def Versions) error {
 func (r *Registry) recordVersions(vs *versionSet) error {
 	res := vs.byName[vs.storage]
 	gr := res.GroupResource()
-	return r.updateTypeRecord(gr, func(old TypeRecord) (TypeRecord, error) {
+	return r.updateTypeRecord(context.Background(), gr, func(old TypeRecord) (TypeRecord, error) {
 		stored := old.StoredVersions
 		if len(stored) == 0 && old.Kind != "" {
 			// Registered with Register until now: its objects are in the

@@ -229,7 +229,7 @@ func (r *Registry) recordType(res *Resource) error {
 			return nil // recorded by its own registration, with its kind
 		}
 	}
-	return r.updateTypeRecord(meta.GroupResource{Group: rec.Group, Resource: rec.Resource}, func(old TypeRecord) (TypeRecord, error) {
+	return r.updateTypeRecord(context.Background(), meta.GroupResource{Group: rec.Group, Resource: rec.Resource}, func(old TypeRecord) (TypeRecord, error) {
 		if len(old.StoredVersions) > 0 && res.StoredAs == nil && !slices.Equal(old.StoredVersions, []string{res.Version}) {
 			return rec, fmt.Errorf("registry: %s: objects may be stored in versions %v: register the type with RegisterVersions, with every one of them", res.GroupResource(), old.StoredVersions)
 		}
@@ -244,9 +244,10 @@ func (r *Registry) typeRecordKey(gr meta.GroupResource) []byte {
 }
 
 // updateTypeRecord replaces the record of gr with what fn makes of the
-// current one (the zero record when there is none), unless fn fails.
-func (r *Registry) updateTypeRecord(gr meta.GroupResource, fn func(old TypeRecord) (TypeRecord, error)) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+// current one (the zero record when there is none), unless fn fails. ctx
+// bounds it (and at most 30 s) and may carry a storage.Fence.
+func (r *Registry) updateTypeRecord(ctx context.Context, gr meta.GroupResource, fn func(old TypeRecord) (TypeRecord, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	key := r.typeRecordKey(gr)
 	for {

@@ -40,6 +40,22 @@ type instanceOptions struct {
 	prefix     string
 	electorTTL time.Duration
 	compaction time.Duration // default: none
+	// endpoints, when set, are where the instance reaches etcd (a proxy).
+	endpoints []string
+	// onLead, when set, is called with the context of each term the
+	// instance leads, before its controllers run with it.
+	onLead func(ctx context.Context)
+}
+
+// leadHook is an apiserver.Elector that shows each term's context to a
+// test before the controllers get it.
+type leadHook struct {
+	el     *etcd.Elector
+	onLead func(ctx context.Context)
+}
+
+func (h leadHook) Run(ctx context.Context, lead func(ctx context.Context)) {
+	h.el.Run(ctx, func(ctx context.Context) { h.onLead(ctx); lead(ctx) })
 }
 
 func testLogger(t testing.TB) *slog.Logger {
@@ -65,7 +81,10 @@ func startInstance(t *testing.T, srv *etcdtest.Server, name string, o instanceOp
 	}
 	// A client of its own, given to the store, so that a test can close it
 	// under the store: the instance then dies without resigning.
-	cli, err := clientv3.New(clientv3.Config{Endpoints: srv.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if o.endpoints == nil {
+		o.endpoints = srv.Endpoints()
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: o.endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +94,11 @@ func startInstance(t *testing.T, srv *etcdtest.Server, name string, o instanceOp
 		t.Fatal(err)
 	}
 	el := st.Elector(etcd.ElectorOptions{Identity: name, TTL: o.electorTTL})
-	api, err := apiserver.New(context.Background(), apiserver.Config{Storage: st, Elector: el, AllowAnonymous: true,
+	var elector apiserver.Elector = el
+	if o.onLead != nil {
+		elector = leadHook{el: el, onLead: o.onLead}
+	}
+	api, err := apiserver.New(context.Background(), apiserver.Config{Storage: st, Elector: elector, AllowAnonymous: true,
 		Logger: testLogger(t).With("instance", name), ControllerResync: time.Second})
 	if err != nil {
 		t.Fatal(err)

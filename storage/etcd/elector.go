@@ -13,6 +13,8 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/kapi-dev/kapi/storage"
 )
 
 // ElectorOptions configure an Elector.
@@ -41,10 +43,17 @@ type ElectorOptions struct {
 //
 // Leadership ends when the leader resigns (its context ends, Close), when
 // its lease cannot be renewed for TTL, or when its key is deleted; the next
-// candidate then takes over. There is no fencing: a leader cut off from etcd
-// notices within TTL, while the next one may start after TTL, so two may
-// briefly overlap. The controllers tolerate that, since every write they
-// make is compare-and-swap.
+// candidate then takes over.
+//
+// Leadership is fenced: the context Run hands the leader carries a
+// storage.Fence on its leader key (the key's create revision), so every
+// write the leader makes through the Store with it is a transaction that
+// also requires the key to still exist with that create revision. Once
+// the lease has expired and the key is gone, no write of the old leader
+// can succeed, however late it reaches etcd: it fails with a
+// *storage.FencedError (errors.Is storage.ErrFenced), which also ends the
+// leader's context at once. A leader cut off from etcd may still believe
+// it leads for a moment after the next one starts; it just cannot write.
 type Elector struct {
 	s        *Store
 	key      string
@@ -98,9 +107,11 @@ func (e *Elector) Leader(ctx context.Context) (string, error) {
 
 // Run campaigns until ctx ends or the store closes, and calls lead each
 // time this instance becomes leader, with a context that ends when
-// leadership ends. lead must return when its context ends. When ctx ends,
-// Run resigns (revokes its lease, so the next candidate takes over at
-// once) and returns.
+// leadership ends and that carries the term's storage.Fence (see
+// storage.WithFence): writes with it through any Store on the same etcd
+// cluster succeed only while this term's leader key exists. lead must
+// return when its context ends. When ctx ends, Run resigns (revokes its
+// lease, so the next candidate takes over at once) and returns.
 func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context)) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -177,7 +188,7 @@ func (e *Elector) term(ctx context.Context, lead func(ctx context.Context)) erro
 	log := e.s.log.With("election", e.key, "identity", e.identity)
 	log.Info("leading")
 	e.leading.Store(true)
-	lead(lctx)
+	lead(storage.WithFence(lctx, storage.Fence{Key: []byte(el.Key()), CreateRevision: el.Rev(), Lost: lcancel}))
 	e.leading.Store(false)
 	log.Info("no longer leading")
 	return nil

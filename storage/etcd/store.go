@@ -9,7 +9,10 @@
 //     instance over the same cluster;
 //   - Create, Update and Delete are etcd transactions comparing the key's
 //     create or mod revision (compare-and-swap); a failed compare writes
-//     nothing and consumes no revision;
+//     nothing and consumes no revision; when the context carries a
+//     storage.Fence (the leader's work under Elector.Run), the transaction
+//     also compares the fence key's create revision, and a write refused
+//     by it fails with a *storage.FencedError;
 //   - List is a ranged read at one revision (WithRev), with one extra key
 //     fetched to name the next page's start and etcd's count for
 //     Remaining (exact);
@@ -336,14 +339,19 @@ func (s *Store) Create(ctx context.Context, key, value []byte) (int64, error) {
 	}
 	defer done()
 	k := s.key(key)
+	fence := fenceOf(ctx)
 	resp, err := s.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
+		If(fence.cmps(clientv3.Compare(clientv3.CreateRevision(k), "=", 0))...).
 		Then(clientv3.OpPut(k, string(value))).
+		Else(fence.elses()...).
 		Commit()
 	if err != nil {
 		return 0, s.writeError(ctx, err)
 	}
 	if !resp.Succeeded {
+		if err := fence.refused(key, resp); err != nil {
+			return 0, err
+		}
 		return 0, storage.ErrAlreadyExists
 	}
 	return resp.Header.Revision, nil
@@ -384,15 +392,19 @@ func (s *Store) Update(ctx context.Context, key, value []byte, expectedRevision 
 	}
 	defer done()
 	k := s.key(key)
+	fence := fenceOf(ctx)
 	resp, err := s.cli.Txn(ctx).
-		If(guard(k, expectedRevision)).
+		If(fence.cmps(guard(k, expectedRevision))...).
 		Then(clientv3.OpPut(k, string(value))).
-		Else(clientv3.OpGet(k, clientv3.WithKeysOnly())).
+		Else(fence.elses(clientv3.OpGet(k, clientv3.WithKeysOnly()))...).
 		Commit()
 	if err != nil {
 		return 0, s.writeError(ctx, err)
 	}
 	if !resp.Succeeded {
+		if err := fence.refused(key, resp); err != nil {
+			return 0, err
+		}
 		return 0, failed(key, expectedRevision, resp)
 	}
 	return resp.Header.Revision, nil
@@ -412,15 +424,19 @@ func (s *Store) Delete(ctx context.Context, key []byte, expectedRevision int64) 
 	}
 	defer done()
 	k := s.key(key)
+	fence := fenceOf(ctx)
 	resp, err := s.cli.Txn(ctx).
-		If(guard(k, expectedRevision)).
+		If(fence.cmps(guard(k, expectedRevision))...).
 		Then(clientv3.OpDelete(k, clientv3.WithPrevKV())).
-		Else(clientv3.OpGet(k, clientv3.WithKeysOnly())).
+		Else(fence.elses(clientv3.OpGet(k, clientv3.WithKeysOnly()))...).
 		Commit()
 	if err != nil {
 		return storage.KeyValue{}, 0, s.writeError(ctx, err)
 	}
 	if !resp.Succeeded {
+		if err := fence.refused(key, resp); err != nil {
+			return storage.KeyValue{}, 0, err
+		}
 		return storage.KeyValue{}, 0, failed(key, expectedRevision, resp)
 	}
 	dr := resp.Responses[0].GetResponseDeleteRange()

@@ -13,6 +13,11 @@
 // minutes on a small machine, see docs/scaling.md); later runs find the file.
 // Concurrent test processes build it once: the build holds a file lock.
 //
+// etcd's own tools, etcdctl and etcdutl (Tool), are built the same way from
+// their modules (go.etcd.io/etcd/etcdctl/v3, go.etcd.io/etcd/etcdutl/v3)
+// and cached beside the server; Server.Snapshot and Options.Restore use
+// them, as an operator backing up and restoring etcd would.
+//
 // Start runs a single-member cluster on free loopback ports in a temporary
 // directory and stops it when the test ends.
 package etcdtest
@@ -40,115 +45,6 @@ const DefaultVersion = "v3.6.8"
 // BuildTimeout bounds one build of the etcd binary (downloads included).
 const BuildTimeout = 15 * time.Minute
 
-// Binary returns the path of an etcd server binary of the given version
-// (DefaultVersion when empty), building it when needed (see the package
-// documentation). $KAPI_ETCD, when set, wins whatever the version.
-func Binary(ctx context.Context, version string) (string, error) {
-	if version == "" {
-		version = DefaultVersion
-	}
-	path, err := binaryPath(version)
-	if err != nil {
-		return "", err
-	}
-	if fileExists(path) {
-		return path, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return "", fmt.Errorf("etcdtest: %w", err)
-	}
-	unlock, err := lockFile(ctx, path+".lock")
-	if err != nil {
-		return "", fmt.Errorf("etcdtest: locking %s.lock: %w", path, err)
-	}
-	defer unlock()
-	if fileExists(path) { // built by another process while we waited
-		return path, nil
-	}
-	if err := build(ctx, version, path); err != nil {
-		return "", err
-	}
-	return path, nil
-}
-
-// Available reports whether Binary would find a binary of the version
-// without building it.
-func Available(version string) bool {
-	path, err := binaryPath(version)
-	return err == nil && fileExists(path)
-}
-
-// binaryPath is where Binary looks for and builds the binary.
-func binaryPath(version string) (string, error) {
-	if path := os.Getenv("KAPI_ETCD"); path != "" {
-		return path, nil
-	}
-	if version == "" {
-		version = DefaultVersion
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("etcdtest: no cache directory for the etcd binary (set KAPI_ETCD): %w", err)
-	}
-	return filepath.Join(cache, "kapi-etcd", version, "etcd"), nil
-}
-
-func fileExists(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular()
-}
-
-// build compiles etcd version into path, through a throwaway module in a
-// temporary directory next to it.
-func build(ctx context.Context, version, path string) error {
-	ctx, cancel := context.WithTimeout(ctx, BuildTimeout)
-	defer cancel()
-	dir, err := os.MkdirTemp(filepath.Dir(path), "build-")
-	if err != nil {
-		return fmt.Errorf("etcdtest: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	gomod := fmt.Sprintf("// Throwaway module: builds the etcd server %s for kapi's tests.\nmodule kapi.local/etcdbuild\n\ngo 1.24\n\nrequire go.etcd.io/etcd/server/v3 %s\n", version, version)
-	tools := "//go:build tools\n\npackage tools\n\nimport _ \"go.etcd.io/etcd/server/v3\"\n"
-	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644); err != nil {
-		return fmt.Errorf("etcdtest: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tools.go"), []byte(tools), 0o644); err != nil {
-		return fmt.Errorf("etcdtest: %w", err)
-	}
-	tmp := filepath.Join(dir, "etcd")
-	ld := "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=module-" + version
-	for _, args := range [][]string{
-		{"mod", "tidy"},
-		{"build", "-trimpath", "-ldflags", ld, "-o", tmp, "go.etcd.io/etcd/server/v3"},
-	} {
-		cmd := exec.CommandContext(ctx, goCommand(), args...)
-		cmd.Dir = dir
-		// Outside any workspace, plain module mode, no cgo (faster, static).
-		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "CGO_ENABLED=0")
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("etcdtest: building etcd %s: go %s: %v\n%s", version, strings.Join(args, " "), err, out.String())
-		}
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("etcdtest: %w", err)
-	}
-	return nil
-}
-
-// goCommand is the go command of the running toolchain when known (go test
-// puts its bin directory first in PATH), else "go".
-func goCommand() string {
-	if root := os.Getenv("GOROOT"); root != "" {
-		if p := filepath.Join(root, "bin", "go"); fileExists(p) {
-			return p
-		}
-	}
-	return "go"
-}
-
 // Options configure a test server.
 type Options struct {
 	// Version of etcd to build (see Binary). Default DefaultVersion.
@@ -162,6 +58,12 @@ type Options struct {
 	TLS *TLSFiles
 	// Args are extra command-line flags for etcd.
 	Args []string
+	// Restore, when set, is a snapshot file (Server.Snapshot, etcdctl
+	// snapshot save) that the data directory is restored from with
+	// etcdutl snapshot restore before etcd first starts, with RestoreArgs
+	// added to its flags (e.g. --bump-revision N --mark-compacted).
+	Restore     string
+	RestoreArgs []string
 }
 
 // TLSFiles name PEM files for a server that speaks TLS to its clients.
@@ -186,13 +88,16 @@ type Server struct {
 }
 
 // Start starts an etcd server for the test and stops it when the test ends.
-// It fails the test when etcd cannot be built or started. Under go test
+// It fails the test when etcd cannot be built, restored or started. Under go test
 // -short, when the binary is not there yet, it skips the test rather
 // than build etcd.
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
 	if testing.Short() && !Available(opts.Version) {
 		t.Skip("no etcd binary built yet (see etcdtest.Binary); not building one under -short")
+	}
+	if testing.Short() && opts.Restore != "" && !ToolAvailable("etcdutl", opts.Version) {
+		t.Skip("no etcdutl built yet (see etcdtest.Tool); not building one under -short")
 	}
 	bin, err := Binary(context.Background(), opts.Version)
 	if err != nil {
@@ -210,6 +115,11 @@ func Start(t testing.TB, opts Options) *Server {
 		}
 		s.client = scheme + "://" + freeAddr(t)
 		s.peer = "http://" + freeAddr(t)
+		if opts.Restore != "" {
+			if lastErr = s.restore(context.Background()); lastErr != nil {
+				continue
+			}
+		}
 		if lastErr = s.start(); lastErr == nil {
 			return s
 		}
