@@ -135,7 +135,7 @@ func (r *Registry) checkDroppedKeys(ctx context.Context, raw storage.Store, drop
 	for _, name := range dropped {
 		if n := counts[name]; n > 0 {
 			return fmt.Errorf("registry: %d stored values (the first %s) are sealed under encryption key %q, which is not configured: "+
-				"configure the key again, let a reseal finish (Registry.Reseal), then remove it", n, first[name], name)
+				"configure it; to remove a key, first let a reseal under the new first key finish (Registry.Reseal, run by the controllers)", n, first[name], name)
 		}
 	}
 	return nil

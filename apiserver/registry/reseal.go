@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/kapi-dev/kapi/storage"
@@ -93,7 +94,11 @@ func (r *Registry) Reseal(ctx context.Context, opts ResealOptions) (ResealResult
 	if res.Failed > 0 {
 		return res, fmt.Errorf("registry: resealing: %d values could not be opened (see the log), the others are sealed under %q", res.Failed, s.write)
 	}
-	r.cfg.Logger.Info("reseal complete", "writeKey", s.write, "scanned", res.Scanned, "resealed", res.Resealed)
+	level := slog.LevelDebug
+	if res.Resealed > 0 {
+		level = slog.LevelInfo
+	}
+	r.cfg.Logger.Log(ctx, level, "reseal complete", "writeKey", s.write, "scanned", res.Scanned, "resealed", res.Resealed)
 	return res, nil
 }
 

@@ -52,6 +52,7 @@ func main() {
 // options are the command line's.
 type options struct {
 	dataDir, listen, policy, logLevel, auditLog, pprofListen, memLimit string
+	encryptionKeyFile                                                  string
 	inMemory, insecure                                                 bool
 	history, shutdownTimeout, eventTTL                                 time.Duration
 	storage                                                            storageFlags
@@ -76,6 +77,7 @@ func parseFlags() options {
 	flag.StringVar(&o.memLimit, "memory-limit", "auto", "Go's soft memory limit: auto (the live heap plus a quarter of it, at least 32 MiB more, at least 160 MiB in all, re-evaluated after every garbage collection), off (GOGC alone), or a fixed size such as 512MiB; a GOMEMLIMIT environment variable wins")
 	flag.DurationVar(&o.eventTTL, "event-ttl", time.Hour, "how long an event lives after its last write, as kube-apiserver's --event-ttl")
 	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long in-flight requests may take to finish before they are cut off (watches end at once)")
+	flag.StringVar(&o.encryptionKeyFile, "encryption-key-file", "", "seal secrets in storage with AES-GCM under the keys of this file (NAME:BASE64 lines, the first one seals; see encryption.go and docs/security.md)")
 	flag.Parse()
 	o.storage.dataDir, o.storage.inMemory, o.storage.history = o.dataDir, o.inMemory, o.history
 	return o
@@ -126,6 +128,9 @@ func run() error {
 	}
 	addr := ln.Addr().String()
 	cfg := apiserver.Config{Storage: store, Logger: logger, Elector: elector}
+	if cfg.Encryption, err = loadEncryptionKeys(o.encryptionKeyFile, logger); err != nil {
+		return err
+	}
 	tlsConfig, creds, err := secure(&cfg, o, addr)
 	if err != nil {
 		return err
