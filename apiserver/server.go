@@ -71,6 +71,11 @@ type Config struct {
 	// types in several versions rewrite at most (controllers.Config).
 	// Default 200.
 	MigrationRate float64
+	// Encryption, when set, seals the values of the sensitive types (core
+	// secrets by default) in storage with AES-GCM under the host's keys
+	// (registry.Encryption); New fails when a key is wrong or missing. The
+	// controllers reseal values not under the first key (docs/security.md).
+	Encryption *registry.Encryption
 	// Elector, when set, runs the controllers only while this instance is
 	// the leader among the instances serving one API (several servers over
 	// one etcd: use storage/etcd's Store.Elector). Default: this instance
@@ -258,7 +263,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.Storage = instrumentedStore{Store: cfg.Storage, m: m}
 	}
 	cfg = withTracing(cfg) // storage and admission spans; no-op without a TracerProvider
-	reg, err := registry.New(registry.Config{Storage: cfg.Storage, KeyPrefix: cfg.KeyPrefix, Logger: cfg.Logger, Admission: cfg.Admission, Watch: cfg.Watch, FutureRevisionWait: cfg.FutureRevisionWait})
+	reg, err := registry.New(registry.Config{Storage: cfg.Storage, KeyPrefix: cfg.KeyPrefix, Logger: cfg.Logger, Admission: cfg.Admission, Watch: cfg.Watch, FutureRevisionWait: cfg.FutureRevisionWait, Encryption: cfg.Encryption})
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,7 @@
 // (namespace.go), the garbage collector, which follows ownerReferences
 // (gc.go), the expiry controller, which deletes objects of types with a
 // time to live (expiry.go), and the migration controller, which rewrites
-// objects stored in an earlier storage version (migration.go). They use only the registry's exported API, as a controller
+// objects stored in an earlier storage version (migration.go), and the reseal controller, which keeps the values of the sensitive types sealed under the current encryption key (reseal.go). They use only the registry's exported API, as a controller
 // outside kapi would, and work from storage alone: a restart rebuilds their
 // state and finishes interrupted work.
 //
@@ -48,7 +48,10 @@ type Config struct {
 	// kapi_storage_migration_objects_migrated_total,
 	// kapi_storage_migration_object_failures_total,
 	// kapi_storage_migrations_running,
-	// kapi_storage_migrations_completed_total).
+	// kapi_storage_migrations_completed_total,
+	// kapi_encryption_values_resealed_total,
+	// kapi_encryption_reseal_passes_total,
+	// kapi_encryption_values_unopenable).
 	Metrics prometheus.Registerer
 	// MigrationRate is how many objects a second storage migrations
 	// rewrite at most, all types together, so that they leave storage to
@@ -76,6 +79,9 @@ type Controllers struct {
 	migrationLimiter *rate.Limiter
 	migMu            sync.Mutex
 	running          map[meta.GroupResource]*migrator // guarded by migMu
+
+	resealMu sync.Mutex
+	reseal   ResealStatus // guarded by resealMu
 }
 
 // New returns the controllers of reg and registers their metrics. Nothing
@@ -116,7 +122,8 @@ func New(reg *registry.Registry, cfg Config) (*Controllers, error) {
 }
 
 // Run runs the namespace controller, the garbage collector, the expiry
-// controller and the migration controller until ctx ends. It may run again after it returned (an
+// controller, the migration controller and, with encryption at rest, the
+// reseal controller until ctx ends. It may run again after it returned (an
 // apiserver.Elector runs it each time this instance leads), but two runs
 // must not overlap.
 func (c *Controllers) Run(ctx context.Context) {
@@ -125,6 +132,7 @@ func (c *Controllers) Run(ctx context.Context) {
 	wg.Go(func() { c.runGarbageCollector(ctx) })
 	wg.Go(func() { c.runExpiry(ctx) })
 	wg.Go(func() { c.runMigrations(ctx) })
+	wg.Go(func() { c.runReseal(ctx) })
 	wg.Wait()
 }
 

@@ -25,6 +25,9 @@ type metrics struct {
 	migrationFailures  prometheus.Counter
 	migrationsRunning  prometheus.Gauge
 	migrationsDone     prometheus.Counter
+	resealedValues     prometheus.Counter
+	resealPasses       *prometheus.CounterVec
+	unopenableValues   prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -65,9 +68,21 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "kapi_storage_migrations_completed_total",
 			Help: "Number of storage migrations completed: every object of the type is stored in its storage version.",
 		}),
+		resealedValues: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kapi_encryption_values_resealed_total",
+			Help: "Number of stored values of the sensitive types the reseal controller rewrote under the current encryption key.",
+		}),
+		resealPasses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kapi_encryption_reseal_passes_total",
+			Help: "Reseal passes that ended, by result: complete (every value is sealed under the current key) or failed.",
+		}, []string{"result"}),
+		unopenableValues: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "kapi_encryption_values_unopenable",
+			Help: "Number of stored values of the sensitive types the last reseal pass could not open (a missing key, or a changed value): each read of one is a 500.",
+		}),
 	}
 	for _, c := range []prometheus.Collector{m.gcActions, m.gcGraphObjects, m.gcSyncs, m.namespaceFinalized, m.expiredObjects,
-		m.migratedObjects, m.migrationFailures, m.migrationsRunning, m.migrationsDone} {
+		m.migratedObjects, m.migrationFailures, m.migrationsRunning, m.migrationsDone, m.resealedValues, m.resealPasses, m.unopenableValues} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -76,6 +91,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, a := range []string{gcActionDelete, gcActionDropDangling, gcActionOrphan, gcActionForeground} {
 		m.gcActions.WithLabelValues(a)
 	}
+	m.resealPasses.WithLabelValues("complete")
+	m.resealPasses.WithLabelValues("failed")
 	return m, nil
 }
 
@@ -130,5 +147,25 @@ func (m *metrics) migrationRunning(delta float64) {
 func (m *metrics) migrationCompleted() {
 	if m != nil {
 		m.migrationsDone.Inc()
+	}
+}
+
+func (m *metrics) resealed(n int64) {
+	if m != nil && n > 0 {
+		m.resealedValues.Add(float64(n))
+	}
+}
+
+// resealPassEnded records the end of a pass that found failed values it
+// could not open and ended with err.
+func (m *metrics) resealPassEnded(failed int64, err error) {
+	if m == nil {
+		return
+	}
+	m.unopenableValues.Set(float64(failed))
+	if err != nil {
+		m.resealPasses.WithLabelValues("failed").Inc()
+	} else {
+		m.resealPasses.WithLabelValues("complete").Inc()
 	}
 }

@@ -43,12 +43,22 @@ type Config struct {
 	// Watch tunes the watch caches (one per type, started by the first
 	// watch or resourceVersion=0 read). The zero value is the default.
 	Watch watch.Settings
+	// Encryption, when set, seals the values of the sensitive types in
+	// storage (encryption at rest). New fails when a configured key is not
+	// the one values were sealed with, or when values are sealed under a
+	// key that is not configured (encryptioncheck.go).
+	Encryption *Encryption
 }
 
 // Registry is the live set of resource types an API serves. It is safe for
 // concurrent use; types may be added, replaced and removed at any time.
 type Registry struct {
 	cfg Config
+	// raw is the storage as given (Config.Storage); cfg.Storage is the
+	// same with encryption at rest, which seals and opens the values of
+	// the sensitive types (sealer, nil without Config.Encryption).
+	raw    storage.Store
+	sealer *sealer
 	// continueKey signs continue tokens; it lives in storage so that every
 	// instance over one store shares it.
 	continueKey []byte
@@ -89,7 +99,20 @@ func New(cfg Config) (*Registry, error) {
 	if cfg.MaxObjectSize <= 0 {
 		cfg.MaxObjectSize = 3 << 19
 	}
-	r := &Registry{cfg: cfg, stores: map[meta.GroupVersionResource]*Store{}, sets: map[meta.GroupResource]*versionSet{}}
+	r := &Registry{cfg: cfg, raw: cfg.Storage, stores: map[meta.GroupVersionResource]*Store{}, sets: map[meta.GroupResource]*versionSet{}}
+	if cfg.Encryption != nil {
+		var err error
+		r.sealer, err = newSealer(cfg.Encryption, func(gr meta.GroupResource) []byte { return r.ResourcePrefix(gr.Group, gr.Resource, "") })
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := r.checkEncryption(r.raw, r.sealer); err != nil {
+		return nil, err
+	}
+	if r.sealer != nil {
+		r.cfg.Storage = newSealingStorage(r.raw, r.sealer)
+	}
 	if err := r.loadContinueKey(); err != nil {
 		return nil, err
 	}
@@ -473,7 +496,9 @@ func (r *Registry) Resources() []*Resource {
 	return out
 }
 
-// Storage returns the storage the registry writes to.
+// Storage returns the storage the registry writes to. With encryption at
+// rest (Config.Encryption) it seals and opens the values of the sensitive
+// types: what it reads and writes is plaintext.
 func (r *Registry) Storage() storage.Store { return r.cfg.Storage }
 
 // namespaceExists returns nil when namespace ns exists, a 404 Status error

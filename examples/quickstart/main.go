@@ -53,6 +53,7 @@ func main() {
 // options are the command line's.
 type options struct {
 	dataDir, listen, policy, logLevel, auditLog, pprofListen, memLimit string
+	encryptionKeyFile                                                  string
 	inMemory, insecure                                                 bool
 	history, shutdownTimeout, eventTTL                                 time.Duration
 	storage                                                            storageFlags
@@ -81,6 +82,7 @@ func parseFlags() options {
 	flag.StringVar(&o.widgetStorage, "widget-storage-version", "v1", "the version widgets are written in, v1 or v2 (both stay served); on a change the objects stored in the other one are migrated while the server runs")
 	flag.Float64Var(&o.migrationRate, "migration-rate", 0, "at most this many objects a second are rewritten by storage migrations (0: the library's default, 200)")
 	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long in-flight requests may take to finish before they are cut off (watches end at once)")
+	flag.StringVar(&o.encryptionKeyFile, "encryption-key-file", "", "seal secrets in storage with AES-GCM under the keys of this file (NAME:BASE64 lines, the first one seals; see encryption.go and docs/security.md)")
 	flag.Parse()
 	o.storage.dataDir, o.storage.inMemory, o.storage.history = o.dataDir, o.inMemory, o.history
 	return o
@@ -137,6 +139,9 @@ func run() error {
 	}
 	addr := ln.Addr().String()
 	cfg := apiserver.Config{Storage: store, Logger: logger, Elector: elector, MigrationRate: o.migrationRate}
+	if cfg.Encryption, err = loadEncryptionKeys(o.encryptionKeyFile, logger); err != nil {
+		return err
+	}
 	tlsConfig, creds, err := secure(&cfg, o, addr)
 	if err != nil {
 		return err
