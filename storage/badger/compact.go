@@ -61,7 +61,7 @@ func (s *Store) compact(ctx context.Context, rev int64) error {
 
 	s.histMu.Lock()
 	s.compacted.Store(rev)
-	s.db.SetDiscardTs(uint64(rev))
+	s.db.SetDiscardTs(uint64(s.backups.discardTs(rev))) // a running backup may hold it lower
 	s.histMu.Unlock()
 	s.log.Debug("storage compacted", "revision", rev)
 

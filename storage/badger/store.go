@@ -108,8 +108,9 @@ type Store struct {
 	// Group-commit counters: committed batches and the writes in them.
 	batches, batchedWrites atomic.Int64
 
-	hub    hub
-	counts countCache // remaining-key counts of paged lists
+	hub     hub
+	counts  countCache  // remaining-key counts of paged lists
+	backups backupState // pins of running backups (backup.go)
 
 	closing chan struct{} // closed when Close starts
 	seqDone chan struct{} // closed when the sequencer has stopped
