@@ -13,7 +13,8 @@
 //
 // With --etcd-endpoints it keeps objects in etcd instead, and several
 // servers over the same etcd and --etcd-prefix serve one API (see
-// docs/scaling.md).
+// docs/scaling.md). Subcommands back up a running server and restore a
+// backup (backup.go, docs/operations.md#backups).
 package main
 
 import (
@@ -44,6 +45,13 @@ import (
 )
 
 func main() {
+	if ok, err := runSubcommand(context.Background(), os.Args[1:]); ok {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "quickstart:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
@@ -231,7 +239,7 @@ func openAudit(cfg *apiserver.Config, path string, logger *slog.Logger) (func(),
 }
 
 // newAPI makes the API with its metrics (served at /metrics, authorized as
-// a non-resource URL) and registers the built-in configmaps, secrets,
+// a non-resource URL) and backups (/backup, backup.go) and registers the built-in configmaps, secrets,
 // leases and events (both views, living eventTTL), and widgets in two
 // versions, written in widgetStorage.
 func newAPI(ctx context.Context, cfg apiserver.Config, eventTTL time.Duration, widgetStorage string) (*apiserver.Server, error) {
@@ -239,6 +247,7 @@ func newAPI(ctx context.Context, cfg apiserver.Config, eventTTL time.Duration, w
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg.Metrics = metrics
 	cfg.NonResourceHandlers = map[string]http.Handler{"/metrics": promhttp.HandlerFor(metrics, promhttp.HandlerOpts{})}
+	mountBackup(&cfg)
 	api, err := apiserver.New(ctx, cfg)
 	if err != nil {
 		return nil, err

@@ -220,3 +220,40 @@ func flushAndFlatten(t *testing.T, s *Store) {
 		t.Fatal(err)
 	}
 }
+
+// TestInterruptedRestoreDoesNotOpen: a restore cut short (here: its Badger
+// closed after the restore mark, or after the data, without the final
+// metadata) leaves a directory that Open refuses rather than serve as an
+// empty or partial store.
+func TestInterruptedRestoreDoesNotOpen(t *testing.T) {
+	s := open(t, backupOptions(t))
+	churn{s: s, keys: 10}.run(t, 50, 18)
+	full, info := backup(t, s, 0)
+	for _, to := range []int64{0, info.Revision} { // 0: nothing but the mark
+		dir := t.TempDir()
+		o, err := Options{Dir: dir}.withDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, err := openBadger(badgerOptions(o))
+		if err != nil {
+			t.Fatal(err)
+		}
+		chain, err := openChain(readers(full))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := restoreData(t.Context(), db, chain, to); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := Open(testOptions(t, dir)); err == nil || !strings.Contains(err.Error(), "no kapi format marker") {
+			if st != nil {
+				st.Close()
+			}
+			t.Fatalf("open after a restore cut short (data up to %d): %v, want a refusal", to, err)
+		}
+	}
+}

@@ -163,11 +163,31 @@ func openChain(backups []io.Reader) ([]*backupReader, error) {
 	return chain, nil
 }
 
-// restoreInto writes the chain's versions up to revision to into db, then
-// the metadata: the compacted revision at bumped, and last the store's
-// identity (a new one) and format marker, so that a restore cut short
-// leaves a directory that Open refuses.
+// metaRestoringKey marks a restore in progress. It is the first key a
+// restore writes: Open refuses a database with keys but no format marker,
+// so a restore cut short by a crash never opens as a store, even before any
+// data was written.
+var metaRestoringKey = []byte{nsMeta, 'r', 'e', 's', 't', 'o', 'r', 'i', 'n', 'g'}
+
+// restoreInto writes the chain into db (restoreData), then the metadata
+// (restoreFinish).
 func restoreInto(ctx context.Context, db *bdb.DB, chain []*backupReader, to, bumped int64) (int64, error) {
+	n, err := restoreData(ctx, db, chain, to)
+	if err != nil {
+		return n, err
+	}
+	return n, restoreFinish(db, bumped)
+}
+
+// restoreData marks the restore in progress and writes the chain's versions
+// up to revision to.
+func restoreData(ctx context.Context, db *bdb.DB, chain []*backupReader, to int64) (int64, error) {
+	if err := commitMeta(db, formatRevision, func(txn *bdb.Txn) error { return txn.Set(metaRestoringKey, nil) }); err != nil {
+		return 0, err
+	}
+	if err := db.Sync(); err != nil {
+		return 0, fmt.Errorf("sync: %w", err)
+	}
 	wb := db.NewManagedWriteBatch()
 	defer wb.Cancel()
 	var n int64
@@ -201,29 +221,42 @@ func restoreInto(ctx context.Context, db *bdb.DB, chain []*backupReader, to, bum
 	if err := wb.Flush(); err != nil {
 		return n, fmt.Errorf("write: %w", err)
 	}
-	txn := db.NewTransactionAt(uint64(bumped), true)
-	if err := txn.Set(metaCompactedKey, encodeRev(bumped)); err != nil {
-		txn.Discard()
-		return n, fmt.Errorf("write compacted revision: %w", err)
-	}
-	if err := txn.CommitAt(uint64(bumped), nil); err != nil {
-		return n, fmt.Errorf("write compacted revision: %w", err)
+	return n, nil
+}
+
+// restoreFinish writes the compacted revision at bumped (which becomes the
+// current revision) and clears the restore mark, syncs, and only then
+// writes the store's identity (a new one) and its format marker.
+func restoreFinish(db *bdb.DB, bumped int64) error {
+	err := commitMeta(db, bumped, func(txn *bdb.Txn) error {
+		return errors.Join(txn.Set(metaCompactedKey, encodeRev(bumped)), txn.Delete(metaRestoringKey))
+	})
+	if err != nil {
+		return err
 	}
 	if err := db.Sync(); err != nil {
-		return n, fmt.Errorf("sync: %w", err)
+		return fmt.Errorf("sync: %w", err)
 	}
 	if _, err := writeStoreID(db); err != nil {
-		return n, err
+		return err
 	}
-	txn = db.NewTransactionAt(formatRevision, true)
-	if err := txn.Set(metaFormatKey, formatMarker); err != nil {
+	if err := commitMeta(db, formatRevision, func(txn *bdb.Txn) error { return txn.Set(metaFormatKey, formatMarker) }); err != nil {
+		return err
+	}
+	return db.Sync()
+}
+
+// commitMeta commits the writes of fill as one transaction at rev.
+func commitMeta(db *bdb.DB, rev int64, fill func(*bdb.Txn) error) error {
+	txn := db.NewTransactionAt(uint64(rev), true)
+	if err := fill(txn); err != nil {
 		txn.Discard()
-		return n, fmt.Errorf("write format marker: %w", err)
+		return fmt.Errorf("write metadata: %w", err)
 	}
-	if err := txn.CommitAt(formatRevision, nil); err != nil {
-		return n, fmt.Errorf("write format marker: %w", err)
+	if err := txn.CommitAt(uint64(rev), nil); err != nil {
+		return fmt.Errorf("write metadata: %w", err)
 	}
-	return n, db.Sync()
+	return nil
 }
 
 // prepareRestoreDir creates dir, or accepts an existing empty one, and
