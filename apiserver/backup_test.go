@@ -3,7 +3,9 @@ package apiserver
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -14,6 +16,7 @@ import (
 	"github.com/kapi-dev/kapi/apiserver/auth"
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/meta"
+	"github.com/kapi-dev/kapi/storage"
 	"github.com/kapi-dev/kapi/storage/badger"
 )
 
@@ -194,5 +197,34 @@ func TestRestoreFencesClients(t *testing.T) {
 	}
 	if code := update("a", str(page["items"].([]any)[0].(map[string]any), "metadata", "resourceVersion")); code != 200 {
 		t.Fatalf("update of a by the resourceVersion read before the backup: %d, want 200", code)
+	}
+}
+
+// brokenBackuper writes the start of a backup and then fails, as a store
+// whose disk fails in the middle of a backup.
+type brokenBackuper struct{}
+
+func (brokenBackuper) Backup(_ context.Context, w io.Writer, _ storage.BackupOptions) (storage.BackupInfo, error) {
+	if _, err := w.Write(bytes.Repeat([]byte("x"), 4096)); err != nil {
+		return storage.BackupInfo{}, err
+	}
+	return storage.BackupInfo{}, errors.New("read failed")
+}
+
+// TestBackupEndpointAbortsBrokenStream: a backup that fails after its
+// stream started aborts the response, so a client sees an error rather
+// than a clean end of a partial file.
+func TestBackupEndpointAbortsBrokenStream(t *testing.T) {
+	api := newConfigMapServer(t, Config{NonResourceHandlers: map[string]http.Handler{"/backup": BackupHandler(brokenBackuper{}, nil)}})
+	ts := httptest.NewServer(api)
+	defer ts.Close()
+	resp, err := ts.Client().Get(ts.URL + "/backup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != 200 || err == nil {
+		t.Fatalf("a backup broken after %d bytes: status %d, read error %v; want 200 and an error", n, resp.StatusCode, err)
 	}
 }

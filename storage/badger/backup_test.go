@@ -358,3 +358,13 @@ func TestRestoreRefusesBrokenChains(t *testing.T) {
 		}
 	}
 }
+
+// TestBackupInMemory: an in-memory store backs up as a durable one does,
+// and restores to disk.
+func TestBackupInMemory(t *testing.T) {
+	s := open(t, testOptions(t, "").WithRetentionTime(-1).WithRetentionRevisions(-1))
+	churn{s: s, keys: 20}.run(t, 150, 19)
+	full, info := backup(t, s, 0)
+	got, _ := restoreTo(t, 0, full)
+	sameState(t, "in-memory store restored to disk", stateAt(t, got, 0), stateAt(t, s, info.Revision))
+}
