@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,13 +17,15 @@ import (
 	"time"
 
 	"github.com/kapi-dev/kapi/apiserver"
+	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/storage/badger"
 )
 
-// TestBackupSubcommands runs the quickstart over TLS with its admin token,
-// takes a full and an incremental backup with "quickstart backup" (through
-// the kubeconfig and /backup), verifies them and restores them with
-// "quickstart restore", to the latest revision and to the full backup's.
+// TestBackupSubcommands runs the quickstart over TLS with its admin token
+// and encryption at rest, takes a full and an incremental backup with
+// "quickstart backup" (through the kubeconfig and /backup), verifies them
+// and restores them with "quickstart restore", to the latest revision and to
+// the full backup's. The backups hold secrets sealed only.
 func TestBackupSubcommands(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
@@ -34,12 +38,16 @@ func TestBackupSubcommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := apiserver.Config{Storage: store, DisableControllers: true}
+	enc, err := parseEncryptionKeys([]byte(keyLine("key1", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := apiserver.Config{Storage: store, DisableControllers: true, Encryption: enc}
 	tlsConfig, creds, err := secure(&cfg, options{dataDir: dir}, ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := newAPI(ctx, cfg, time.Hour)
+	api, err := newAPI(ctx, cfg, time.Hour, "v1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,17 +63,20 @@ func TestBackupSubcommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	create := func(name string) {
+	post := func(resource, body string) {
 		t.Helper()
-		req, _ := http.NewRequest("POST", server+"/api/v1/namespaces/default/configmaps",
-			strings.NewReader(fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q}}`, name)))
+		req, _ := http.NewRequest("POST", server+"/api/v1/namespaces/default/"+resource, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token)
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := client.Do(req)
 		if err != nil || resp.StatusCode != http.StatusCreated {
-			t.Fatalf("create %s: %v %v", name, resp, err)
+			t.Fatalf("create %s: %v %v", body, resp, err)
 		}
 		resp.Body.Close()
+	}
+	create := func(name string) {
+		t.Helper()
+		post("configmaps", fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q},"data":{"k":"visible-value"}}`, name))
 	}
 	sub := func(args ...string) error {
 		t.Helper()
@@ -78,11 +89,16 @@ func TestBackupSubcommands(t *testing.T) {
 
 	create("a")
 	create("b")
+	const secret = "c2VjcmV0LXBsYWludGV4dA==" // "secret-plaintext"
+	post("secrets", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"},"data":{"k":"`+secret+`"}}`)
 	full, inc := filepath.Join(dir, "full.kbak"), filepath.Join(dir, "inc.kbak")
 	if err := sub("backup", "--kubeconfig", kubeconfig, "--out", full); err != nil {
 		t.Fatal(err)
 	}
 	f := verify(t, full)
+	if b, _ := os.ReadFile(full); bytes.Contains(b, []byte(secret)) || bytes.Contains(b, []byte("secret-plaintext")) || !bytes.Contains(b, []byte("visible-value")) {
+		t.Fatal("the backup holds the secret's value in plaintext (or not even the configmaps')")
+	}
 	create("c")
 	if err := sub("backup", "--kubeconfig", kubeconfig, "--since", strconv.FormatInt(f.Revision, 10), "--out", inc); err != nil {
 		t.Fatal(err)
@@ -114,7 +130,7 @@ func TestBackupSubcommands(t *testing.T) {
 	if err := sub("restore", "--data-dir", latest, full, inc); err != nil {
 		t.Fatal(err)
 	}
-	if got := restoredNames(t, latest); got != "[a b c]" {
+	if got := restoredNames(t, latest, enc); got != "[a b c]" {
 		t.Fatalf("restored to the latest revision: %s", got)
 	}
 	if err := sub("restore", "--data-dir", latest, full, inc); err == nil || !strings.Contains(err.Error(), "not empty") {
@@ -124,7 +140,7 @@ func TestBackupSubcommands(t *testing.T) {
 	if err := sub("restore", "--data-dir", earlier, "--to-revision", strconv.FormatInt(f.Revision, 10), full, inc); err != nil {
 		t.Fatal(err)
 	}
-	if got := restoredNames(t, earlier); got != "[a b]" {
+	if got := restoredNames(t, earlier, enc); got != "[a b]" {
 		t.Fatalf("restored to the full backup's revision: %s", got)
 	}
 }
@@ -144,21 +160,31 @@ func verify(t *testing.T, path string) (info struct{ Revision, Since int64 }) {
 	return info
 }
 
-// restoredNames serves a restored data directory and lists its configmaps.
-func restoredNames(t *testing.T, dataDir string) string {
+// restoredNames serves a restored data directory with the encryption keys,
+// checks that its secret opens, and lists its configmaps.
+func restoredNames(t *testing.T, dataDir string, enc *registry.Encryption) string {
 	t.Helper()
 	store, err := badger.Open(badger.DefaultOptions(filepath.Join(dataDir, "db")).WithMemTableSize(16 << 20))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	api, err := newAPI(context.Background(), apiserver.Config{Storage: store, AllowAnonymous: true, DisableControllers: true}, time.Hour)
+	api, err := newAPI(context.Background(), apiserver.Config{Storage: store, AllowAnonymous: true, DisableControllers: true, Encryption: enc}, time.Hour, "v1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer api.Close()
 	ts := httptest.NewServer(api)
 	defer ts.Close()
+	sec, err := http.Get(ts.URL + "/api/v1/namespaces/default/secrets/s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(sec.Body)
+	sec.Body.Close()
+	if sec.StatusCode != 200 || !bytes.Contains(b, []byte("c2VjcmV0LXBsYWludGV4dA==")) {
+		t.Fatalf("the restored secret: %d %s", sec.StatusCode, b)
+	}
 	resp, err := http.Get(ts.URL + "/api/v1/namespaces/default/configmaps")
 	if err != nil {
 		t.Fatal(err)
