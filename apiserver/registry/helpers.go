@@ -38,6 +38,12 @@ func storageError(err error, gr meta.GroupResource, name string) error {
 		return meta.NewRequestEntityTooLarge(err.Error())
 	case errors.Is(err, storage.ErrClosed):
 		return meta.NewServiceUnavailable("the storage is shutting down")
+	case errors.Is(err, storage.ErrNoSpace):
+		return meta.NewInsufficientStorage(fmt.Sprintf("the server's storage is out of disk space; writes are refused until space is freed: %v", err))
+	case errors.Is(err, storage.ErrBusy):
+		return meta.NewTooManyRequests(fmt.Sprintf("the server's storage is busy (writes are waiting for the disk); retry: %v", err), 1)
+	case errors.Is(err, storage.ErrUnavailable):
+		return meta.NewServiceUnavailable(fmt.Sprintf("the server's storage cannot write: %v", err))
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return meta.NewTimeout("request did not complete in time", 1)
 	}
