@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"unsafe"
 )
 
 // Tmpfs mounts a tmpfs of size bytes on a new directory and unmounts it when
@@ -75,4 +76,36 @@ func Free(t testing.TB, dir string) int64 {
 		t.Fatal(err)
 	}
 	return int64(st.Bavail) * st.Bsize
+}
+
+// SetImmutable sets or clears the immutable attribute of dir (chattr +i):
+// nobody, root included, can then create, remove or rename files in it,
+// while files already open stay writable. It is how a test makes a
+// directory unwritable for a process running as root, whom permission bits
+// do not stop.
+func SetImmutable(t testing.TB, dir string, on bool) {
+	t.Helper()
+	const (
+		getFlags  = 0x80086601 // FS_IOC_GETFLAGS
+		setFlags  = 0x40086602 // FS_IOC_SETFLAGS
+		immutable = 0x10       // FS_IMMUTABLE_FL
+	)
+	f, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var flags int32
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), getFlags, uintptr(unsafe.Pointer(&flags))); e != 0 {
+		t.Fatalf("DISK FAULT TEST NOT RUN: reading the attributes of %s: %v", dir, e)
+	}
+	if on {
+		flags |= immutable
+	} else {
+		flags &^= immutable
+	}
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), setFlags, uintptr(unsafe.Pointer(&flags))); e != 0 {
+		t.Fatalf("DISK FAULT TEST NOT RUN: setting the immutable attribute of %s needs root (CAP_LINUX_IMMUTABLE) "+
+			"and a file system that has it: %v", dir, e)
+	}
 }

@@ -217,4 +217,3 @@ func diskFullChild(t *testing.T, dir string) {
 	}
 	t.Fatal("10000 writes on a full volume, and the process still lives")
 }
-

@@ -46,7 +46,10 @@ func newDiskGuard(dir string, minFree int64) (*diskGuard, error) {
 var errGone = errors.New("the data directory was removed or replaced while the store was open")
 
 // check returns nil when a batch of need bytes may be written.
-func (g *diskGuard) check(need int64) error {
+func (g *diskGuard) check(need int64) error { return g.checkFree(need, g.minFree) }
+
+// checkFree is check with another reserve.
+func (g *diskGuard) checkFree(need, minFree int64) error {
 	if err := g.present(); err != nil {
 		return err
 	}
@@ -60,9 +63,9 @@ func (g *diskGuard) check(need int64) error {
 	if err := writable(g.dir); err != nil {
 		return fmt.Errorf("%s is not writable: %w: %w", g.dir, storage.ErrUnavailable, err)
 	}
-	if g.minFree >= 0 && free >= 0 && free-need < g.minFree {
+	if minFree >= 0 && free >= 0 && free-need < minFree {
 		return fmt.Errorf("%w: %s has %s free, the store keeps %s free (MinFreeSpace)",
-			storage.ErrNoSpace, g.dir, mib(free), mib(g.minFree))
+			storage.ErrNoSpace, g.dir, mib(free), mib(minFree))
 	}
 	return nil
 }

@@ -373,12 +373,18 @@ func (s *Store) close() error {
 	s.ops.Wait()
 	var err error
 	if s.guard != nil {
-		if gerr := s.guard.check(0); gerr != nil && !errors.Is(gerr, storage.ErrNoSpace) {
-			// Badger's Close flushes the memtable and retries a failed
-			// flush forever: do not hang the shutdown. Every acknowledged
-			// write is in a synced write-ahead log, replayed at the next
-			// Open; Badger's lock is released when the process exits.
-			s.log.Error("storage not closed: its data directory cannot be written", "error", gerr)
+		flush := int64(-1) // room for the final flush of a full memtable
+		if s.opts.MinFreeSpace >= 0 {
+			flush = 2 * s.opts.MemTableSize
+		}
+		if gerr := s.guard.checkFree(0, flush); gerr != nil {
+			// Badger's Close flushes the memtable into a new table: on a
+			// full volume that write dies with SIGBUS, in a read-only or
+			// removed directory Badger retries it forever. Leave Badger
+			// open instead: every acknowledged write is in a synced
+			// write-ahead log, replayed at the next Open, and Badger's lock
+			// is released when the process exits.
+			s.log.Error("storage not closed: its data directory cannot take the final flush", "error", gerr)
 			return fmt.Errorf("badger: close %s: Badger left open: %w", s.opts.Dir, errors.Join(gerr, s.guard.close()))
 		}
 		defer s.guard.close()
