@@ -154,6 +154,9 @@ func Open(opts Options) (*Store, error) {
 			return fail(err)
 		}
 		if err := checkTables(opts.Dir, bo, opts.SkipTableVerification); err != nil {
+			return fail(damaged(err))
+		}
+		if err := checkWALs(opts.Dir); err != nil {
 			return fail(err)
 		}
 		if guard, err = newDiskGuard(opts.Dir, opts.MinFreeSpace); err != nil {
@@ -164,8 +167,11 @@ func Open(opts Options) (*Store, error) {
 		}
 	}
 	db, err := openBadger(bo)
+	if errors.Is(err, bdb.ErrEncryptionKeyMismatch) {
+		err = fmt.Errorf("KEYREGISTRY: %w", err) // Badger does not say which file
+	}
 	if err != nil {
-		return fail(err)
+		return fail(damaged(err))
 	}
 	s := &Store{
 		opts:    opts,
