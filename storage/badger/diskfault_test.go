@@ -100,8 +100,19 @@ func TestDataDirectoryRemoved(t *testing.T) {
 // error saying the outcome is unknown, later writes are refused, reads
 // continue; the store then reopens Badger by itself, the failed batch's
 // write is there (it was in Badger's memtable, which the reopening wrote
-// into a synced table) and reached the watchers, and writes resume.
+// into a synced table) and reached the watchers, and writes resume. An
+// ENOSPC from the fsync is reported as storage.ErrNoSpace, others as
+// storage.ErrUnavailable.
 func TestRecoverAfterFailedSync(t *testing.T) {
+	for _, c := range []struct {
+		errno syscall.Errno
+		kind  error
+	}{{syscall.EIO, storage.ErrUnavailable}, {syscall.ENOSPC, storage.ErrNoSpace}} {
+		t.Run(c.errno.Error(), func(t *testing.T) { recoverAfterFailedSync(t, c.errno, c.kind) })
+	}
+}
+
+func recoverAfterFailedSync(t *testing.T, errno syscall.Errno, kind error) {
 	dir := t.TempDir()
 	var failNext sync.Mutex
 	fail := false
@@ -111,7 +122,7 @@ func TestRecoverAfterFailedSync(t *testing.T) {
 		defer failNext.Unlock()
 		if fail {
 			fail = false
-			return &os.PathError{Op: "fdatasync", Path: filepath.Join(dir, "00001.mem"), Err: syscall.EIO}
+			return &os.PathError{Op: "fdatasync", Path: filepath.Join(dir, "00001.mem"), Err: errno}
 		}
 		return nil
 	}}
@@ -129,7 +140,7 @@ func TestRecoverAfterFailedSync(t *testing.T) {
 	fail = true
 	failNext.Unlock()
 	_, err = s.Create(t.Context(), []byte("r/failed"), []byte("f"))
-	if !errors.Is(err, storage.ErrUnavailable) || !strings.Contains(err.Error(), "may or may not have been applied") {
+	if !errors.Is(err, kind) || !strings.Contains(err.Error(), "may or may not have been applied") {
 		t.Fatalf("write whose fsync failed: %v", err)
 	}
 	// Refused until recovered, or already recovered: never acknowledged
@@ -141,7 +152,7 @@ func TestRecoverAfterFailedSync(t *testing.T) {
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, storage.ErrUnavailable) || time.Now().After(deadline) {
+		if !errors.Is(err, kind) || time.Now().After(deadline) {
 			t.Fatalf("write after a failed fsync: %v", err)
 		}
 		if _, err := s.Get(t.Context(), []byte("r/03"), 0); err != nil {
