@@ -84,6 +84,11 @@ func (s *Store) failBatch(acc []accepted, cerr error, first, last int64, badgerF
 		kind = storage.ErrNoSpace
 	}
 	refused := fmt.Errorf("%w: a write to %s failed, writes are refused until the store recovers: %w", kind, s.where(), cerr)
+	if s.opts.InMemory {
+		// Reopening would empty it: refuse writes for good instead.
+		refused = fmt.Errorf("%w: a write to %s failed, writes are refused until the process restarts: %w", kind, s.where(), cerr)
+		s.failPermanent = true
+	}
 	s.failErr.Store(&refused)
 	if badgerFailed {
 		s.histMu.Lock()
