@@ -174,6 +174,22 @@ func NewInvalidOptions(kind string, errs ErrorList) *StatusError {
 	return se
 }
 
+// NewInsufficientStorage is a 507: the server cannot store the change (its
+// disk is full). Nothing was written; the same request succeeds once space
+// is freed.
+func NewInsufficientStorage(msg string) *StatusError {
+	return newStatusError(http.StatusInsufficientStorage, StatusReasonInsufficientStorage, msg, nil)
+}
+
+// NewTooManyRequests is a 429 asking the client to retry after retryAfter
+// seconds.
+func NewTooManyRequests(msg string, retryAfter int) *StatusError {
+	se := newStatusError(http.StatusTooManyRequests, StatusReasonTooManyRequests, msg,
+		&StatusDetails{RetryAfterSeconds: int32(retryAfter)})
+	se.RetryAfter = retryAfter
+	return se
+}
+
 // NewServiceUnavailable is a 503.
 func NewServiceUnavailable(msg string) *StatusError {
 	return newStatusError(http.StatusServiceUnavailable, StatusReasonServiceUnavailable, msg, nil)

@@ -174,6 +174,10 @@ const (
 	StatusReasonInternalError         StatusReason = "InternalError"
 	StatusReasonExpired               StatusReason = "Expired"
 	StatusReasonServiceUnavailable    StatusReason = "ServiceUnavailable"
+	// StatusReasonInsufficientStorage goes with 507: the server could not
+	// store the request's change (a full disk). Kubernetes has no reason of
+	// its own for it.
+	StatusReasonInsufficientStorage StatusReason = "InsufficientStorage"
 )
 
 // CauseType is the machine-readable kind of a StatusCause.

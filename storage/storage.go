@@ -222,6 +222,18 @@ var (
 	ErrClosed        = errors.New("storage: store closed")
 	ErrInvalid       = errors.New("storage: invalid argument")
 	ErrTooLarge      = errors.New("storage: value too large")
+
+	// ErrNoSpace: a write was refused because the volume holding the store
+	// is (nearly) full. Reads continue; writes resume once space is freed.
+	ErrNoSpace = errors.New("storage: no space left on the data volume")
+	// ErrUnavailable: the store cannot write now (its data directory is
+	// read-only or gone, or a write failed and the store is recovering).
+	// Reads continue where the store can still serve them.
+	ErrUnavailable = errors.New("storage: writes unavailable")
+	// ErrBusy: a write waited too long for room in the store's write queue
+	// (the disk is slower than the writes arrive). It was not applied;
+	// retrying later is safe.
+	ErrBusy = errors.New("storage: too busy, retry later")
 )
 
 // CompactedError reports a read or watch at a revision older than the

@@ -42,6 +42,12 @@ func storageError(err error, gr meta.GroupResource, name string) error {
 		// Only a leader's own work carries a fence: it learns it lost the
 		// lease from the storage error, which stays in the chain.
 		return fmt.Errorf("%w: %w", meta.NewServiceUnavailable("this instance no longer leads: the write was refused"), err)
+	case errors.Is(err, storage.ErrNoSpace):
+		return meta.NewInsufficientStorage(fmt.Sprintf("the server's storage is out of disk space; writes are refused until space is freed: %v", err))
+	case errors.Is(err, storage.ErrBusy):
+		return meta.NewTooManyRequests(fmt.Sprintf("the server's storage is busy (writes are waiting for the disk); retry: %v", err), 1)
+	case errors.Is(err, storage.ErrUnavailable):
+		return meta.NewServiceUnavailable(fmt.Sprintf("the server's storage cannot write: %v", err))
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return meta.NewTimeout("request did not complete in time", 1)
 	}

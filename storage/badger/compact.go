@@ -45,6 +45,11 @@ func (s *Store) compact(ctx context.Context, rev int64) error {
 	if rev <= s.compacted.Load() {
 		return nil
 	}
+	if errp := s.failErr.Load(); errp != nil {
+		// Not while writes are refused after a failed write: Badger may be
+		// unable to write until it is reopened (which holds compactMu).
+		return *errp
+	}
 	txn := s.db.NewTransactionAt(uint64(rev), true)
 	if err := txn.Set(metaCompactedKey, encodeRev(rev)); err != nil {
 		txn.Discard()

@@ -18,6 +18,9 @@ const (
 	DefaultWatchBufferSize    = 10_000
 	DefaultMemTableSize       = 16 << 20 // 16 MiB: a quarter of Badger's default, see MemTableSize
 	DefaultBlockCacheSize     = 64 << 20 // with Compress only
+	DefaultMinFreeSpace       = 128 << 20
+	DefaultMaxWriteWait       = 5 * time.Second
+	DefaultRecoveryInterval   = time.Second
 
 	// maxKeyLimit is Badger's key limit (65000) minus kapi's key prefix and
 	// some room; MaxKeySize may not exceed it.
@@ -111,6 +114,40 @@ type Options struct {
 	// Open fails on a corrupt table rather than serve incomplete lists later
 	// (Badger's iterators end silently at a corrupt block).
 	SkipTableVerification bool
+
+	// MinFreeSpace is the free space, in bytes, that writes leave on the
+	// volume of Dir. Before each group commit the store checks the volume:
+	// when the batch would leave less free, its writes fail with
+	// storage.ErrNoSpace (nothing is written, no revision is used) and reads
+	// continue; writes resume by themselves once space is freed. The reserve
+	// is room for what Badger writes in the background (a memtable flush, its
+	// LSM compactions): Badger writes through memory-mapped files, and a write
+	// into one on a full volume kills the process (SIGBUS). Default 128 MiB
+	// (about eight times MemTableSize: a write-ahead log, its flush and a
+	// level-0 compaction); negative disables the check.
+	MinFreeSpace int64
+
+	// MaxWriteWait bounds how long a write waits for room in the full write
+	// queue (MaxBatchWrites writes wait for the group commit in progress)
+	// before it fails with storage.ErrBusy, not applied. A slow disk thus
+	// sheds writes instead of piling up callers. Default 5 seconds; negative
+	// waits as long as the caller's context allows.
+	MaxWriteWait time.Duration
+
+	// RecoveryInterval is how often a store whose commit or fsync failed
+	// probes its data directory (free space, a test write) and, once the
+	// probe succeeds, reopens Badger and resumes writes. Default 1 second.
+	RecoveryInterval time.Duration
+
+	// hooks injects faults in tests.
+	hooks *testHooks
+}
+
+// testHooks injects faults that cannot be produced for real in a test.
+type testHooks struct {
+	// sync runs before each group commit's fsync; a non-nil error fails the
+	// batch as a failed fsync would.
+	sync func() error
 }
 
 // DefaultOptions returns the default options for a durable store in dir.
@@ -125,6 +162,9 @@ func DefaultOptions(dir string) Options {
 		MaxBatchWrites:     DefaultMaxBatchWrites,
 		WatchBufferSize:    DefaultWatchBufferSize,
 		MemTableSize:       DefaultMemTableSize,
+		MinFreeSpace:       DefaultMinFreeSpace,
+		MaxWriteWait:       DefaultMaxWriteWait,
+		RecoveryInterval:   DefaultRecoveryInterval,
 	}
 }
 
@@ -187,6 +227,17 @@ func (o Options) WithBlockCacheSize(n int64) Options { o.BlockCacheSize = n; ret
 // Default false (tables are verified at Open).
 func (o Options) WithSkipTableVerification(v bool) Options { o.SkipTableVerification = v; return o }
 
+// WithMinFreeSpace returns o with MinFreeSpace set. Default 128 MiB;
+// negative disables the free-space check.
+func (o Options) WithMinFreeSpace(n int64) Options { o.MinFreeSpace = n; return o }
+
+// WithMaxWriteWait returns o with MaxWriteWait set. Default 5 seconds;
+// negative waits as long as the caller's context allows.
+func (o Options) WithMaxWriteWait(d time.Duration) Options { o.MaxWriteWait = d; return o }
+
+// WithRecoveryInterval returns o with RecoveryInterval set. Default 1 second.
+func (o Options) WithRecoveryInterval(d time.Duration) Options { o.RecoveryInterval = d; return o }
+
 // withDefaults fills zero fields with defaults and validates the result.
 func (o Options) withDefaults() (Options, error) {
 	def := DefaultOptions(o.Dir)
@@ -214,6 +265,15 @@ func (o Options) withDefaults() (Options, error) {
 	if o.MemTableSize == 0 {
 		o.MemTableSize = def.MemTableSize
 	}
+	if o.MinFreeSpace == 0 {
+		o.MinFreeSpace = def.MinFreeSpace
+	}
+	if o.MaxWriteWait == 0 {
+		o.MaxWriteWait = def.MaxWriteWait
+	}
+	if o.RecoveryInterval == 0 {
+		o.RecoveryInterval = def.RecoveryInterval
+	}
 	if o.BlockCacheSize == 0 && o.Compress {
 		o.BlockCacheSize = DefaultBlockCacheSize
 	}
@@ -239,6 +299,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("badger: options: MaxBatchWrites %d must be positive", o.MaxBatchWrites)
 	case o.WatchBufferSize < 1:
 		return o, fmt.Errorf("badger: options: WatchBufferSize %d must be positive", o.WatchBufferSize)
+	case o.RecoveryInterval < 0:
+		return o, fmt.Errorf("badger: options: RecoveryInterval %v is negative", o.RecoveryInterval)
 	case o.BlockCacheSize < 0:
 		return o, fmt.Errorf("badger: options: BlockCacheSize %d is negative", o.BlockCacheSize)
 	}

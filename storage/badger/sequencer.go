@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	bdb "github.com/dgraph-io/badger/v4"
 
@@ -103,15 +104,25 @@ func (s *Store) write(ctx context.Context, op opKind, key, value []byte, expecte
 	select {
 	case s.queue <- req:
 	default:
-		// The queue is full: wait for room, for the end of the store or
-		// for ctx (asked for its Done channel only now: an HTTP request's
-		// context makes its timer then; see apiserver's deadlineCtx).
+		// The queue is full: wait for room, for the end of the store, for
+		// ctx (asked for its Done channel only now: an HTTP request's
+		// context makes its timer then; see apiserver's deadlineCtx) or
+		// at most MaxWriteWait (the disk is slower than writes arrive).
+		var waited <-chan time.Time
+		if s.opts.MaxWriteWait > 0 {
+			t := time.NewTimer(s.opts.MaxWriteWait)
+			defer t.Stop()
+			waited = t.C
+		}
 		select {
 		case s.queue <- req:
 		case <-s.closing:
 			return writeResult{err: storage.ErrClosed}
 		case <-ctx.Done():
 			return writeResult{err: ctx.Err()}
+		case <-waited:
+			return writeResult{err: fmt.Errorf("%s %q: waited %v for room in the write queue (%d writes wait for the disk): %w",
+				op, key, s.opts.MaxWriteWait, cap(s.queue), storage.ErrBusy)}
 		}
 	}
 	select {
@@ -130,12 +141,33 @@ func (s *Store) write(ctx context.Context, op opKind, key, value []byte, expecte
 }
 
 // runSequencer is the single writer: it forms batches from the queue and
-// commits them one after the other.
+// commits them one after the other. After a failed commit it also tries,
+// every RecoveryInterval, to recover (recover.go).
 func (s *Store) runSequencer() {
 	defer close(s.seqDone)
 	batch := make([]*writeReq, 0, s.opts.MaxBatchWrites)
+	var retry *time.Ticker
+	defer func() {
+		if retry != nil {
+			retry.Stop()
+		}
+	}()
 	for {
+		var retryC <-chan time.Time
+		switch failed := s.failErr.Load() != nil && !s.failPermanent; {
+		case failed && retry == nil:
+			retry = time.NewTicker(s.opts.RecoveryInterval)
+			retryC = retry.C
+		case failed:
+			retryC = retry.C
+		case retry != nil:
+			retry.Stop()
+			retry = nil
+		}
 		select {
+		case <-retryC:
+			s.tryRecover()
+			continue
 		case req := <-s.queue:
 			batch = append(batch[:0], req)
 		case <-s.closing:
@@ -180,9 +212,9 @@ type accepted struct {
 
 // commitBatch checks, commits, syncs, publishes and answers one batch.
 func (s *Store) commitBatch(batch []*writeReq) {
-	if errp := s.failErr.Load(); errp != nil {
+	if err := s.refusal(batch); err != nil {
 		for _, req := range batch {
-			req.done <- writeResult{err: *errp}
+			req.done <- writeResult{err: err}
 		}
 		return
 	}
@@ -195,11 +227,12 @@ func (s *Store) commitBatch(batch []*writeReq) {
 		return
 	}
 	err := commits.wait()
-	if err == nil && s.sync != nil {
-		err = s.sync.sync()
+	badgerFailed := err != nil
+	if err == nil {
+		err = s.syncBatch()
 	}
 	if err != nil {
-		s.failBatch(acc, err, base+1, rev)
+		s.failBatch(acc, err, base+1, rev, badgerFailed)
 		return
 	}
 	s.hub.publish(s, rev, events)
@@ -264,19 +297,6 @@ func stateToCheck(read *bdb.Txn, overlay map[string]keyState, req *writeReq) (ke
 		return keyState{}, fmt.Errorf("%s %q: read current state: %w", req.op, req.key, err)
 	}
 	return st, nil
-}
-
-// failBatch marks the store failed after a batch's commit or sync failed
-// (revisions first to last), and answers every accepted write with the
-// error that every later write gets too.
-func (s *Store) failBatch(acc []accepted, cerr error, first, last int64) {
-	err := fmt.Errorf("storage write failed; reopen the store: %w", cerr)
-	s.failErr.Store(&err)
-	s.log.Error("storage write failed; later writes will fail until the store is reopened",
-		"error", cerr, "revisions", fmt.Sprintf("%d-%d", first, last))
-	for _, a := range acc {
-		a.req.done <- writeResult{err: err}
-	}
 }
 
 // commitWaiter waits for the commits of a batch queued on Badger and

@@ -103,7 +103,14 @@ type Store struct {
 	compactMu sync.Mutex // serialises compactions and log trimming
 
 	queue   chan *writeReq
-	failErr atomic.Pointer[error] // set when a commit failed; writes then fail
+	failErr atomic.Pointer[error] // set when a commit failed; writes then fail until recovered
+
+	guard         *diskGuard // nil in memory
+	guardErr      error      // the guard's last answer; sequencer only
+	failPermanent bool       // recovery found the store inconsistent; sequencer only
+	// dbErr, when set, is returned by reads instead of using db (nil while
+	// Badger is reopened). Guarded by histMu.
+	dbErr error
 
 	// Group-commit counters: committed batches and the writes in them.
 	batches, batchedWrites atomic.Int64
@@ -142,17 +149,30 @@ func Open(opts Options) (*Store, error) {
 		return nil, errors.Join(append([]error{fmt.Errorf("badger: open %s: %w", where, err)}, cleanup...)...)
 	}
 	bo := badgerOptions(opts)
+	var guard *diskGuard
 	if !opts.InMemory {
 		if err := checkDir(opts.Dir); err != nil {
 			return fail(err)
 		}
 		if err := checkTables(opts.Dir, bo, opts.SkipTableVerification); err != nil {
+			return fail(damaged(err))
+		}
+		if err := checkWALs(opts.Dir); err != nil {
 			return fail(err)
+		}
+		if guard, err = newDiskGuard(opts.Dir, opts.MinFreeSpace); err != nil {
+			return fail(err)
+		}
+		fail = func(err error, cleanup ...error) (*Store, error) {
+			return nil, errors.Join(append([]error{fmt.Errorf("badger: open %s: %w", where, err), guard.close()}, cleanup...)...)
 		}
 	}
 	db, err := openBadger(bo)
+	if errors.Is(err, bdb.ErrEncryptionKeyMismatch) {
+		err = fmt.Errorf("KEYREGISTRY: %w", err) // Badger does not say which file
+	}
 	if err != nil {
-		return fail(err)
+		return fail(damaged(err))
 	}
 	s := &Store{
 		opts:    opts,
@@ -163,6 +183,7 @@ func Open(opts Options) (*Store, error) {
 		seqDone: make(chan struct{}),
 		bgDone:  make(chan struct{}),
 		hub:     hub{watchers: make(map[*watcher]struct{})},
+		guard:   guard,
 	}
 	if !opts.InMemory && !opts.NoSync {
 		if s.sync, err = newSyncer(opts.Dir); err != nil {
@@ -179,6 +200,11 @@ func Open(opts Options) (*Store, error) {
 	go s.runCompactor()
 	s.log.Info("storage opened", "dir", opts.Dir, "inMemory", opts.InMemory,
 		"revision", s.current.Load(), "compacted", s.compacted.Load())
+	if guard != nil {
+		if err := guard.check(0); err != nil {
+			s.log.Error("storage opened but refuses writes; reads are served", "error", err)
+		}
+	}
 	return s, nil
 }
 
@@ -230,6 +256,14 @@ func openBadger(bo bdb.Options) (db *bdb.DB, err error) {
 func checkDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
+	}
+	if _, ro, err := volumeState(dir); err == nil && ro {
+		return fmt.Errorf("data directory %s is on a read-only file system; the store writes to it even to serve reads: "+
+			"mount it read-write, or copy the directory to a writable place and open the copy", dir)
+	}
+	if err := writable(dir); err != nil {
+		return fmt.Errorf("data directory %s is not writable (%w); the store writes to it even to serve reads: "+
+			"give the process write permission on it", dir, err)
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -344,7 +378,27 @@ func (s *Store) close() error {
 	<-s.seqDone
 	<-s.bgDone
 	s.ops.Wait()
-	err := s.db.Close()
+	var err error
+	if s.guard != nil {
+		flush := int64(-1) // room for the final flush of a full memtable
+		if s.opts.MinFreeSpace >= 0 {
+			flush = 2 * s.opts.MemTableSize
+		}
+		if gerr := s.guard.checkFree(0, flush); gerr != nil {
+			// Badger's Close flushes the memtable into a new table: on a
+			// full volume that write dies with SIGBUS, in a read-only or
+			// removed directory Badger retries it forever. Leave Badger
+			// open instead: every acknowledged write is in a synced
+			// write-ahead log, replayed at the next Open, and Badger's lock
+			// is released when the process exits.
+			s.log.Error("storage not closed: its data directory cannot take the final flush", "error", gerr)
+			return fmt.Errorf("badger: close %s: Badger left open: %w", s.opts.Dir, errors.Join(gerr, s.guard.close()))
+		}
+		defer s.guard.close()
+	}
+	if s.db != nil {
+		err = s.db.Close()
+	}
 	if s.sync != nil {
 		err = errors.Join(err, s.sync.close())
 	}
@@ -404,6 +458,9 @@ func (s *Store) CompactedRevision(ctx context.Context) (int64, error) {
 // readRevision resolves a requested read revision (0 = current) and checks
 // it against the retention window. Callers hold histMu shared.
 func (s *Store) readRevision(rev int64) (int64, error) {
+	if s.dbErr != nil {
+		return 0, s.dbErr
+	}
 	cur := s.current.Load()
 	switch {
 	case rev < 0:

@@ -337,6 +337,9 @@ func (s *Store) readLog(prefix []byte, from, to int64) ([]storage.Event, int64, 
 	defer s.leave()
 	s.histMu.RLock()
 	defer s.histMu.RUnlock()
+	if s.dbErr != nil {
+		return nil, 0, s.dbErr
+	}
 	if c := s.compacted.Load(); from-1 < c {
 		return nil, 0, &storage.CompactedError{Requested: from - 1, Oldest: c}
 	}
