@@ -18,7 +18,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/storage"
 	"github.com/kapi-dev/kapi/storage/badger"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // tracingServer serves configmaps with tracing into an in-memory span
@@ -369,4 +371,29 @@ func TestTracingRouteOfUnknownPaths(t *testing.T) {
 	}
 	serverSpan(t, rec, "HTTP GET /apis/{group}/{version}/*")
 	serverSpan(t, rec, "HTTP GET /api/{version}/*")
+}
+
+// The storage wrappers of metrics and tracing keep the store's progress
+// requests, which the watch caches use to answer consistent reads at once.
+func TestStorageWrappersKeepProgressRequests(t *testing.T) {
+	store, err := badger.Open(badger.InMemoryOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	tp := sdktrace.NewTracerProvider()
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	api, err := New(context.Background(), Config{Storage: store, AllowAnonymous: true, DisableControllers: true,
+		TracerProvider: tp, Metrics: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = api.Close() })
+	p, ok := api.Registry().Storage().(storage.ProgressRequester)
+	if !ok {
+		t.Fatalf("the registry's storage %T cannot request progress", api.Registry().Storage())
+	}
+	if err := p.RequestProgress(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }
