@@ -173,7 +173,7 @@ func (s *Store) reopen() (int64, error) {
 			return 0, errors.Join(err, db.Close())
 		}
 	}
-	db.SetDiscardTs(uint64(s.compacted.Load()))
+	db.SetDiscardTs(uint64(s.backups.discardTs(s.compacted.Load()))) // as compact does
 	s.db, s.dbErr = db, nil
 	return int64(db.MaxVersion()), nil
 }
