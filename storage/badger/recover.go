@@ -169,7 +169,7 @@ func (s *Store) reopen() (int64, error) {
 		return 0, fmt.Errorf("open Badger: %w", err)
 	}
 	if !s.opts.InMemory && !s.opts.NoSync {
-		if s.sync, err = newSyncer(s.opts.Dir); err != nil {
+		if s.sync, err = newSyncer(s.opts.Dir, s.opts.hooks); err != nil {
 			return 0, errors.Join(err, db.Close())
 		}
 	}
