@@ -32,7 +32,9 @@ const backupWriteStall = time.Minute
 // by the request timeout, only by a client that stops reading for a minute.
 // Errors found before the stream starts are Status responses: 410 when REV
 // is no longer in the retained history (take a full backup), 400 for a bad
-// REV, 503 while the store closes. A failure once the stream has started
+// REV, 503 while the store closes or cannot serve it for now
+// (storage.ErrUnavailable: a Badger store recovering from a failed
+// write). A failure once the stream has started
 // aborts the connection, and the partial backup fails its checksum on
 // restore. logger receives those failures (nil: discard).
 func BackupHandler(b storage.Backuper, logger *slog.Logger) http.Handler {
@@ -109,6 +111,9 @@ func backupStatus(err error) *meta.StatusError {
 		return meta.NewBadRequest(err.Error())
 	case errors.Is(err, storage.ErrClosed):
 		return meta.NewServiceUnavailable("the storage is shutting down")
+	case errors.Is(err, storage.ErrUnavailable):
+		// A store recovering from a disk fault: retry later.
+		return meta.NewServiceUnavailable(err.Error())
 	}
 	return meta.NewInternalError(err)
 }

@@ -228,3 +228,29 @@ func TestBackupEndpointAbortsBrokenStream(t *testing.T) {
 		t.Fatalf("a backup broken after %d bytes: status %d, read error %v; want 200 and an error", n, resp.StatusCode, err)
 	}
 }
+
+// unavailableBackuper fails before the stream starts, as a Badger store
+// does while it recovers from a failed write (storage.ErrUnavailable).
+type unavailableBackuper struct{}
+
+func (unavailableBackuper) Backup(context.Context, io.Writer, storage.BackupOptions) (storage.BackupInfo, error) {
+	return storage.BackupInfo{}, fmt.Errorf("backup: %w: reads wait for the store to reopen after a failed write", storage.ErrUnavailable)
+}
+
+// TestBackupEndpointUnavailable: a store that cannot serve a backup for now
+// is a 503 the client may retry, as the registry answers
+// storage.ErrUnavailable, not a 500.
+func TestBackupEndpointUnavailable(t *testing.T) {
+	api := newConfigMapServer(t, Config{NonResourceHandlers: map[string]http.Handler{"/backup": BackupHandler(unavailableBackuper{}, nil)}})
+	ts := httptest.NewServer(api)
+	defer ts.Close()
+	resp, err := ts.Client().Get(ts.URL + "/backup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("backup of an unavailable store: %d %s, want 503", resp.StatusCode, body)
+	}
+}

@@ -231,3 +231,32 @@ func TestRetiredRegistrationRefusesWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestUnregisteredVersionsRefuseWrites: a write through a store of a type
+// that was unregistered (UnregisterVersions) and then registered again with
+// another storage version is refused as after a direct change of the
+// storage version: otherwise a request that resolved its store before the
+// unregistration writes in the old version behind the migration to the new
+// one, which then completes (StoredVersions [v2]) over an object still
+// stored in v1.
+func TestUnregisteredVersionsRefuseWrites(t *testing.T) {
+	ctx := context.Background()
+	reg := newVersionsRegistry(t)
+	if err := reg.RegisterVersions(verWidgets(t, "v1")); err != nil {
+		t.Fatal(err)
+	}
+	old := versionStore(t, reg, "v1")
+	if err := reg.UnregisterVersions(widgetsGR); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.RegisterVersions(verWidgets(t, "v2")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := old.Create(ctx, "default", mustObject(t,
+		`{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"b"},"spec":{"size":1}}`), WriteOptions{})
+	const want = `Operation cannot be fulfilled on widgets.example.dev "%s": the storage version of the type changed while the request was served; please try again`
+	wantStatus(t, "create through the unregistered registration", err, 409, fmt.Sprintf(want, "b"))
+	if kv, err := reg.Storage().Get(ctx, old.key("default", "b"), 0); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("the refused create was written (stored in %s): %v", storedIn(t, kv), err)
+	}
+}

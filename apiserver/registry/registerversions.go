@@ -147,6 +147,12 @@ func (r *Registry) UnregisterVersions(gr meta.GroupResource) error {
 	r.gen++
 	listeners := append([]func(){}, r.listeners...)
 	r.mu.Unlock()
+	// A request that resolved one of its stores before this may still
+	// write through it: the next registration, whatever its storage
+	// version, does not know this gate, so retire it here (waiting for the
+	// writes in flight), or a write in the old storage version could land
+	// behind the migration a new storage version starts.
+	vs.guard.gate.retire()
 	for _, st := range vs.stores {
 		st.stopWatchCache()
 	}

@@ -71,24 +71,32 @@ func (s *Store) Backup(ctx context.Context, w io.Writer, opts storage.BackupOpti
 		return storage.BackupInfo{}, storage.ErrClosed
 	}
 	defer s.leave()
-	id, err := s.storeID()
-	if err != nil {
-		return storage.BackupInfo{}, fmt.Errorf("backup: %w", err)
-	}
-	hdr, err := s.pin(opts.Since)
+	// The backup reads the Badger it pinned from start to end: a recovery
+	// after a failed write (recover.go) may close and replace s.db while it
+	// runs, and the backup then fails (Badger's ErrDBClosed) rather than
+	// read a mix of two Badgers or a nil one.
+	hdr, db, err := s.pin(opts.Since)
 	if err != nil {
 		return storage.BackupInfo{}, fmt.Errorf("backup: %w", err)
 	}
 	defer s.unpin(hdr.Compacted)
+	id, err := s.storeID()
+	if err != nil {
+		return storage.BackupInfo{}, fmt.Errorf("backup: %w", err)
+	}
 	hdr.Format, hdr.StoreFormat, hdr.StoreID = backupFormat, string(formatMarker), id
 
 	bw, err := newBackupWriter(w, hdr)
 	if err == nil {
 		if hdr.Since == 0 {
-			err = s.writeFull(ctx, bw, hdr)
+			err = s.writeFull(ctx, db, bw, hdr)
 		} else {
-			err = s.writeSince(ctx, bw, hdr)
+			err = s.writeSince(ctx, db, bw, hdr)
 		}
+	}
+	if err != nil && db.IsClosed() && !s.isClosing() {
+		err = fmt.Errorf("%w: the store reopened Badger after a failed write while the backup ran; take it again: %w",
+			storage.ErrUnavailable, err)
 	}
 	var n int64
 	if err == nil {
@@ -103,16 +111,21 @@ func (s *Store) Backup(ctx context.Context, w io.Writer, opts storage.BackupOpti
 }
 
 // pin fixes the backup's revision (the current one) and pins the compacted
-// revision until unpin. An incremental backup's since must be retained.
-func (s *Store) pin(since int64) (backupHeader, error) {
+// revision until unpin. An incremental backup's since must be retained. It
+// returns the Badger the backup reads; none while Badger is unusable after
+// a failed write.
+func (s *Store) pin(since int64) (backupHeader, *bdb.DB, error) {
 	s.histMu.RLock()
 	defer s.histMu.RUnlock()
 	h := backupHeader{Revision: s.current.Load(), Compacted: s.compacted.Load(), Since: since}
+	if s.dbErr != nil {
+		return h, nil, s.dbErr
+	}
 	switch {
 	case since > h.Revision:
-		return h, &storage.FutureRevisionError{Requested: since, Current: h.Revision}
+		return h, nil, &storage.FutureRevisionError{Requested: since, Current: h.Revision}
 	case since > 0 && since < h.Compacted:
-		return h, fmt.Errorf("incremental backup since revision %d: the history from there is compacted; take a full backup: %w",
+		return h, nil, fmt.Errorf("incremental backup since revision %d: the history from there is compacted; take a full backup: %w",
 			since, &storage.CompactedError{Requested: since, Oldest: h.Compacted})
 	}
 	s.backups.mu.Lock()
@@ -121,7 +134,7 @@ func (s *Store) pin(since int64) (backupHeader, error) {
 	}
 	s.backups.pins[h.Compacted]++
 	s.backups.mu.Unlock()
-	return h, nil
+	return h, s.db, nil
 }
 
 // unpin releases a pin and lets Badger discard up to the compacted revision
@@ -134,15 +147,24 @@ func (s *Store) unpin(rev int64) {
 		delete(s.backups.pins, rev)
 	}
 	s.backups.mu.Unlock()
-	s.db.SetDiscardTs(uint64(s.backups.discardTs(s.compacted.Load())))
+	if s.db != nil { // nil while a failed reopening is retried
+		s.db.SetDiscardTs(uint64(s.backups.discardTs(s.compacted.Load())))
+	}
 }
 
-// storeID returns the store's identity, making one the first time.
+// storeID returns the store's identity, making one the first time. It
+// holds histMu shared: s.db and s.sync change only under its exclusive side
+// (recover.go).
 func (s *Store) storeID() (string, error) {
 	s.backups.mu.Lock()
 	defer s.backups.mu.Unlock()
 	if s.backups.id != "" {
 		return s.backups.id, nil
+	}
+	s.histMu.RLock()
+	defer s.histMu.RUnlock()
+	if s.dbErr != nil {
+		return "", s.dbErr
 	}
 	txn := s.db.NewTransactionAt(math.MaxUint64, false)
 	defer txn.Discard()
@@ -186,8 +208,8 @@ func writeStoreID(db *bdb.DB) (string, error) {
 
 // writeFull writes, for every data and chunk key, its versions above the
 // compacted revision and its newest version at or below it.
-func (s *Store) writeFull(ctx context.Context, bw *backupWriter, h backupHeader) error {
-	txn := s.db.NewTransactionAt(uint64(h.Revision), false)
+func (s *Store) writeFull(ctx context.Context, db *bdb.DB, bw *backupWriter, h backupHeader) error {
+	txn := db.NewTransactionAt(uint64(h.Revision), false)
 	defer txn.Discard()
 	for _, ns := range []byte{nsData, nsChunk} {
 		it := txn.NewIterator(bdb.IteratorOptions{Prefix: []byte{ns}, AllVersions: true})
@@ -252,8 +274,8 @@ func (s *Store) checkBackup(ctx context.Context, records int64) error {
 // writeSince writes the versions written after h.Since, revision by
 // revision from the change log: each write's data version or delete marker,
 // and its chunk versions and chunk delete markers (see prepare).
-func (s *Store) writeSince(ctx context.Context, bw *backupWriter, h backupHeader) error {
-	txn := s.db.NewTransactionAt(uint64(h.Revision), false)
+func (s *Store) writeSince(ctx context.Context, db *bdb.DB, bw *backupWriter, h backupHeader) error {
+	txn := db.NewTransactionAt(uint64(h.Revision), false)
 	defer txn.Discard()
 	// All versions: compaction may trim the log while the backup runs (its
 	// delete markers are then visible here), but the pinned discard
@@ -283,7 +305,7 @@ func (s *Store) writeSince(ctx context.Context, bw *backupWriter, h backupHeader
 		if err != nil {
 			return fmt.Errorf("change-log entry %d: %w", rev, err)
 		}
-		if err := s.writeRevision(bw, rev, e); err != nil {
+		if err := writeRevision(db, bw, rev, e); err != nil {
 			return fmt.Errorf("revision %d: %w", rev, err)
 		}
 	}
@@ -291,8 +313,8 @@ func (s *Store) writeSince(ctx context.Context, bw *backupWriter, h backupHeader
 }
 
 // writeRevision writes the Badger versions of the write at rev.
-func (s *Store) writeRevision(bw *backupWriter, rev int64, e logEntry) error {
-	at := s.db.NewTransactionAt(uint64(rev), false)
+func writeRevision(db *bdb.DB, bw *backupWriter, rev int64, e logEntry) error {
+	at := db.NewTransactionAt(uint64(rev), false)
 	defer at.Discard()
 	parts := 1 // chunks 1..parts-1 are written at rev
 	dk := dataKey(e.key)
@@ -319,7 +341,7 @@ func (s *Store) writeRevision(bw *backupWriter, rev int64, e logEntry) error {
 	}
 	prevParts := 0 // chunks the previous value had, deleted at rev beyond parts
 	if e.prevRev > 0 {
-		prev := s.db.NewTransactionAt(uint64(e.prevRev), false)
+		prev := db.NewTransactionAt(uint64(e.prevRev), false)
 		defer prev.Discard()
 		item, err := versionAt(prev, dk, e.prevRev)
 		if err != nil {

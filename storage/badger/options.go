@@ -148,6 +148,9 @@ type testHooks struct {
 	// sync runs before each group commit's fsync; a non-nil error fails the
 	// batch as a failed fsync would.
 	sync func() error
+	// datasync runs before each fdatasync of the store's syncer (group
+	// commits, compactions); a non-nil error is that fdatasync's.
+	datasync func() error
 }
 
 // DefaultOptions returns the default options for a durable store in dir.

@@ -169,11 +169,11 @@ func (s *Store) reopen() (int64, error) {
 		return 0, fmt.Errorf("open Badger: %w", err)
 	}
 	if !s.opts.InMemory && !s.opts.NoSync {
-		if s.sync, err = newSyncer(s.opts.Dir); err != nil {
+		if s.sync, err = newSyncer(s.opts.Dir, s.opts.hooks); err != nil {
 			return 0, errors.Join(err, db.Close())
 		}
 	}
-	db.SetDiscardTs(uint64(s.compacted.Load()))
+	db.SetDiscardTs(uint64(s.backups.discardTs(s.compacted.Load()))) // as compact does
 	s.db, s.dbErr = db, nil
 	return int64(db.MaxVersion()), nil
 }

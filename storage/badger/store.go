@@ -186,7 +186,7 @@ func Open(opts Options) (*Store, error) {
 		guard:   guard,
 	}
 	if !opts.InMemory && !opts.NoSync {
-		if s.sync, err = newSyncer(opts.Dir); err != nil {
+		if s.sync, err = newSyncer(opts.Dir, opts.hooks); err != nil {
 			return fail(err, db.Close())
 		}
 	}

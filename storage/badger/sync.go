@@ -39,11 +39,21 @@ import (
 // every dirty page of the file, including pages written through Badger's
 // mmap. A file deleted by Badger in the meantime (a WAL whose memtable was
 // flushed) no longer needs syncing.
+//
+// A failed fsync is sticky: every later sync fails with it too, until the
+// store replaces the syncer (recover.go reopens Badger). Linux reports a
+// write-back error to one fsync only and may drop the pages it could not
+// write, so the fsync after a failed one can succeed while writes made
+// before it never reach the disk. The compactor and a backup's identity
+// write sync too, concurrently with the sequencer: a failure one of them
+// sees must still fail the group commit whose writes it may have lost.
 type syncer struct {
 	dir string
 
-	mu  sync.Mutex
-	mem fileTracker
+	mu   sync.Mutex
+	mem  fileTracker
+	err  error        // the first failed sync's error
+	fail func() error // test hook (testHooks.datasync), before each fdatasync
 }
 
 type fileTracker struct {
@@ -57,10 +67,13 @@ type fileTracker struct {
 	nextFid int
 }
 
-func newSyncer(dir string) (*syncer, error) {
+func newSyncer(dir string, hooks *testHooks) (*syncer, error) {
 	s := &syncer{
 		dir: dir,
 		mem: fileTracker{ext: ".mem", format: "%05d.mem"},
+	}
+	if hooks != nil {
+		s.fail = hooks.datasync
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -80,14 +93,20 @@ func newSyncer(dir string) (*syncer, error) {
 func (s *syncer) sync() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.err != nil {
+		return fmt.Errorf("an earlier fsync failed, so this one cannot vouch for the writes before it: %w", s.err)
+	}
+	if s.fail != nil {
+		if s.err = s.fail(); s.err != nil {
+			return s.err
+		}
+	}
 	rotated, err := s.mem.sync(s.dir)
-	if err != nil {
-		return err
+	if err == nil && rotated {
+		err = syncDir(s.dir)
 	}
-	if rotated {
-		return syncDir(s.dir)
-	}
-	return nil
+	s.err = err
+	return err
 }
 
 func (s *syncer) close() error {

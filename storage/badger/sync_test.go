@@ -14,7 +14,7 @@ func TestSyncerFollowsRotation(t *testing.T) {
 	mem := func(id int) string { return filepath.Join(dir, fmt.Sprintf("%05d.mem", id)) }
 	writeFile(t, mem(1), []byte("wal 1"))
 	writeFile(t, filepath.Join(dir, "000001.vlog"), []byte("x"))
-	s, err := newSyncer(dir)
+	s, err := newSyncer(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,16 +19,39 @@ import (
 // batch; the files are preallocated with zeros, so nothing complete follows
 // it. So Open refuses a log in which a complete transaction follows the
 // point where replay would stop, and a log that ends inside an entry (a
-// truncated file: Badger itself only truncates at an entry boundary).
-func checkWALs(dir string) error {
+// truncated file: Badger itself only truncates at an entry boundary). An
+// empty log, which a crash leaves when it comes between Badger creating the
+// file and sizing it, is removed.
+func checkWALs(dir string) (err error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.mem"))
 	if err != nil {
 		return err
 	}
+	removed := false
+	defer func() {
+		if removed && err == nil {
+			err = syncDir(dir)
+		}
+	}()
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			return fmt.Errorf("read write-ahead log: %w", err)
+		}
+		switch {
+		case len(data) == 0:
+			// Badger creates a log and then sizes it: a crash in
+			// between leaves it empty. It holds nothing, and Badger
+			// refuses to open it (z.NewFile from its memtable open),
+			// so remove it.
+			if err := os.Remove(f); err != nil {
+				return fmt.Errorf("remove empty write-ahead log: %w", err)
+			}
+			removed = true
+			continue
+		case len(data) < walHeaderSize:
+			return fmt.Errorf("write-ahead log %s is truncated: %d bytes, shorter than its %d-byte header: "+
+				"restore the data directory from a backup", f, len(data), walHeaderSize)
 		}
 		stop, truncated := walStop(data)
 		switch {
