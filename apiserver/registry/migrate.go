@@ -108,6 +108,12 @@ func (r *Registry) MigrateStored(ctx context.Context, gr meta.GroupResource, to 
 			}
 		}
 		so, err := parseStored(kv.Value)
+		if errors.As(err, new(unconvertedError)) {
+			// Unreadable (a sealed value that does not open): this object
+			// fails, the others go on.
+			return false, &ConversionError{Group: vs.group, Kind: vs.kind, From: "?", To: to,
+				Object: string(bytes.TrimPrefix(kv.Key, prefix)), Err: err}
+		}
 		if err != nil {
 			return false, fmt.Errorf("registry: migrating %s: %w", kv.Key, err)
 		}

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/kapi-dev/kapi/meta"
 	"github.com/kapi-dev/kapi/storage"
+	"github.com/kapi-dev/kapi/storage/badger"
 )
 
 var widgetsGR = meta.GroupResource{Group: "example.dev", Resource: "widgets"}
@@ -258,5 +260,46 @@ func TestUnregisteredVersionsRefuseWrites(t *testing.T) {
 	wantStatus(t, "create through the unregistered registration", err, 409, fmt.Sprintf(want, "b"))
 	if kv, err := reg.Storage().Get(ctx, old.key("default", "b"), 0); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("the refused create was written (stored in %s): %v", storedIn(t, kv), err)
+	}
+}
+
+// A stored value the registry cannot read (a sealed value that does not
+// open) is a per-object ConversionError for the migration, which counts it
+// and goes on, not an error that stops the pass on that page.
+func TestMigrateStoredUnreadableValue(t *testing.T) {
+	ctx := context.Background()
+	store, err := badger.Open(badger.InMemoryOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	reg, err := New(Config{Storage: store, Encryption: &Encryption{Resources: []meta.GroupResource{widgetsGR}, Keys: []EncryptionKey{testKey("key1", 1)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Close)
+	if err := reg.RegisterVersions(verWidgets(t, "v1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := versionStore(t, reg, "v1").Create(ctx, "default", mustObject(t,
+		`{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"a"},"spec":{"size":3,"color":"red"}}`), WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	key := append(reg.ResourcePrefix("example.dev", "widgets", "default"), 'a')
+	kv, err := store.Get(ctx, key, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tampered := bytes.Clone(kv.Value)
+	tampered[len(tampered)-1] ^= 1
+	if _, err := store.Update(ctx, key, tampered, kv.Revision); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.RegisterVersions(verWidgets(t, "v2")); err != nil {
+		t.Fatal(err)
+	}
+	var conv *ConversionError
+	if _, err := reg.MigrateStored(ctx, widgetsGR, "v2", storage.KeyValue{Key: key}); !errors.As(err, &conv) {
+		t.Fatalf("migrating an unreadable value: %v, want a *ConversionError", err)
 	}
 }
