@@ -41,6 +41,57 @@ type backupState struct {
 	mu   sync.Mutex
 	pins map[int64]int // pinned revision -> running backups
 	id   string        // the store's identity, once read
+	// The running backups' cancel functions, and whether new ones are
+	// refused: a recovery that reopens Badger (recover.go) cancels them
+	// and waits for them to end before it closes the Badger they read.
+	cancels map[*int]context.CancelCauseFunc
+	blocked bool
+	active  sync.WaitGroup
+}
+
+// errBackupReopen ends the backups running when the store reopens Badger.
+var errBackupReopen = fmt.Errorf("%w: the store reopened Badger after a failed write while the backup ran; take it again", storage.ErrUnavailable)
+
+// start registers a running backup, unless a recovery is reopening Badger.
+func (b *backupState) start(cancel context.CancelCauseFunc) (*int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.blocked {
+		return nil, errBackupReopen
+	}
+	if b.cancels == nil {
+		b.cancels = make(map[*int]context.CancelCauseFunc)
+	}
+	token := new(int)
+	b.cancels[token] = cancel
+	b.active.Add(1)
+	return token, nil
+}
+
+// done unregisters a backup start registered.
+func (b *backupState) done(token *int) {
+	b.mu.Lock()
+	delete(b.cancels, token)
+	b.mu.Unlock()
+	b.active.Done()
+}
+
+// stopAll refuses new backups, ends the running ones and waits for them;
+// resume accepts backups again.
+func (b *backupState) stopAll() {
+	b.mu.Lock()
+	b.blocked = true
+	for _, cancel := range b.cancels {
+		cancel(errBackupReopen)
+	}
+	b.mu.Unlock()
+	b.active.Wait()
+}
+
+func (b *backupState) resume() {
+	b.mu.Lock()
+	b.blocked = false
+	b.mu.Unlock()
 }
 
 // discardTs returns the discard timestamp for compacted revision rev: rev,
@@ -71,10 +122,17 @@ func (s *Store) Backup(ctx context.Context, w io.Writer, opts storage.BackupOpti
 		return storage.BackupInfo{}, storage.ErrClosed
 	}
 	defer s.leave()
-	// The backup reads the Badger it pinned from start to end: a recovery
-	// after a failed write (recover.go) may close and replace s.db while it
-	// runs, and the backup then fails (Badger's ErrDBClosed) rather than
-	// read a mix of two Badgers or a nil one.
+	// The backup reads the Badger it pinned from start to end. A recovery
+	// after a failed write (recover.go), which closes and replaces s.db,
+	// first cancels the running backups and waits for them: they fail with
+	// ErrUnavailable rather than read a closed Badger.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	token, err := s.backups.start(cancel)
+	if err != nil {
+		return storage.BackupInfo{}, fmt.Errorf("backup: %w", err)
+	}
+	defer s.backups.done(token)
 	hdr, db, err := s.pin(opts.Since)
 	if err != nil {
 		return storage.BackupInfo{}, fmt.Errorf("backup: %w", err)
@@ -94,9 +152,8 @@ func (s *Store) Backup(ctx context.Context, w io.Writer, opts storage.BackupOpti
 			err = s.writeSince(ctx, db, bw, hdr)
 		}
 	}
-	if err != nil && db.IsClosed() && !s.isClosing() {
-		err = fmt.Errorf("%w: the store reopened Badger after a failed write while the backup ran; take it again: %w",
-			storage.ErrUnavailable, err)
+	if err != nil && errors.Is(context.Cause(ctx), errBackupReopen) {
+		err = errBackupReopen
 	}
 	var n int64
 	if err == nil {

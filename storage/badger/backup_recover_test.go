@@ -17,10 +17,11 @@ import (
 )
 
 // TestBackupPinSurvivesRecovery: an incremental backup pins the history it
-// reads. When a failed fsync makes the store reopen Badger while the backup
-// runs (and history was compacted meanwhile), the reopened Badger must keep
-// the pin, not discard up to the compacted revision: the backup still reads
-// the versions it needs.
+// reads, and a failed fsync makes the store reopen Badger while the backup
+// runs (history compacted meanwhile). The recovery cancels the backup and
+// waits for it before it closes the Badger the backup reads: the backup
+// either ended first, complete and correct, or fails with ErrUnavailable;
+// it never reads a closed Badger or history discarded under it.
 func TestBackupPinSurvivesRecovery(t *testing.T) {
 	dir := t.TempDir()
 	var mu sync.Mutex
@@ -64,6 +65,7 @@ func TestBackupPinSurvivesRecovery(t *testing.T) {
 	if _, err := s.Create(t.Context(), []byte("x/failed"), []byte("f")); err == nil {
 		t.Fatal("the write whose fsync failed succeeded")
 	}
+	close(bw.release) // the recovery waits for the backup, which waits for its writer
 	// Give the store time to recover (it reopens Badger every 5ms once the
 	// probe works).
 	deadline := time.Now().Add(10 * time.Second)
@@ -78,7 +80,6 @@ func TestBackupPinSurvivesRecovery(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	flushAndFlatten(t, s) // Badger drops what the discard timestamp allows
-	close(bw.release)
 	if err := <-done; err != nil {
 		// Failing is allowed, as an error that says why.
 		if !errors.Is(err, storage.ErrUnavailable) {

@@ -136,12 +136,15 @@ func (s *Store) tryRecover() {
 // reopen closes Badger and opens it again, and returns the revision of what
 // it holds. Reads and compactions wait meanwhile.
 func (s *Store) reopen() (int64, error) {
+	s.backups.stopAll() // they read the Badger about to be closed
+	defer s.backups.resume()
 	s.compactMu.Lock()
 	defer s.compactMu.Unlock()
 	s.histMu.Lock()
 	defer s.histMu.Unlock()
 	bo := badgerOptions(s.opts)
-	if s.db != nil {
+	wasOpen := s.db != nil
+	if wasOpen {
 		err := s.db.Close()
 		s.db, s.dbErr = nil, fmt.Errorf("%w: the store is reopening after a failed write", storage.ErrUnavailable)
 		if s.sync != nil {
@@ -151,7 +154,15 @@ func (s *Store) reopen() (int64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("close Badger: %w", err)
 		}
-	} else if !s.opts.InMemory {
+	}
+	if !s.opts.InMemory {
+		// As at Open: an empty log left by a failed memtable creation is
+		// removed, a damaged one refused.
+		if err := checkWALs(s.opts.Dir); err != nil {
+			return 0, err
+		}
+	}
+	if !wasOpen && !s.opts.InMemory {
 		// An earlier close failed and may have left memtables only in
 		// write-ahead logs whose last fsync failed: open and close once
 		// more, so that Badger writes them into synced tables before new
