@@ -11,6 +11,7 @@ import (
 	mrand "math/rand/v2"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -34,7 +35,8 @@ import (
 // through example.dev/v1 and v2, leases, events) create, update, patch and
 // delete objects of their own; a watcher per type and version follows
 // them from the last resourceVersion it saw; a pager per type lists in
-// pages of 1 to 8. After each restart:
+// pages of 1 to 8. About one restart in four is killed too, while the
+// store opens or just after. After each restart:
 //   - the store opens (the server gets ready) and every object holds its
 //     last acknowledged write, or the write whose answer the kill cut off,
 //     and nothing else exists;
@@ -98,8 +100,15 @@ func TestQuickstartCrashSoak(t *testing.T) {
 		}
 	}
 
+	startKills := 0
 	for c := range cycles {
 		if c > 0 {
+			// Every fourth restart or so is killed too, 0 to 300 ms after
+			// it starts: while the store opens, or just after.
+			if c == 1 || rng.IntN(4) == 0 {
+				killDuringStart(t, opts, time.Duration(rng.Int64N(int64(300*time.Millisecond))))
+				startKills++
+			}
 			s = startServerWith(t, opts)
 		}
 		ep := endpointOf(s)
@@ -164,9 +173,9 @@ func TestQuickstartCrashSoak(t *testing.T) {
 	checkSecretsSealed(t, dataDir, m)
 
 	st := m.stats
-	t.Logf("%d kills in %s, seed %d: %d writes acknowledged, %d answers lost to a kill (%d of them carried out), %d refused (429 or the event budget); "+
+	t.Logf("%d kills mid-storm and %d during a start in %s, seed %d: %d writes acknowledged, %d answers lost to a kill (%d of them carried out), %d refused (429 or the event budget); "+
 		"%d watch events and %d bookmarks in %d watches (%d answered 410); %d paged lists complete in %d pages, %d continued across a restart (%d continue tokens expired); last revision %d, %d MB in the data directory",
-		cycles, time.Since(start).Round(time.Second), seed, st.acked, st.lost, st.appliedLost, st.refused,
+		cycles, startKills, time.Since(start).Round(time.Second), seed, st.acked, st.lost, st.appliedLost, st.refused,
 		st.events, st.bookmarks, st.watchStarts, st.watchGone, st.lists, st.pages, st.continuedAcrossRestart, st.continueExpired, m.maxRV, dirSize(dataDir)>>20)
 	if m.failures > 30 {
 		t.Errorf("%d failures in all, the first 30 reported", m.failures)
@@ -254,6 +263,26 @@ func (m *soakModel) waitDelivered(timeout time.Duration) bool {
 		}
 		m.mu.Unlock()
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// killDuringStart starts the quickstart with opts and kills it after d,
+// whether or not it is ready by then. It must not panic or log an error
+// before that.
+func killDuringStart(t *testing.T, opts serverOptions, d time.Duration) {
+	t.Helper()
+	cmd := exec.Command(quickstartBin, append([]string{"--data-dir", opts.dataDir, "--listen", freeAddr(t)}, opts.args...)...)
+	setProcAttr(cmd)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(d)
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if log := out.String(); strings.Contains(log, "panic:") || strings.Contains(log, "level=ERROR") {
+		t.Errorf("the quickstart killed %s after it started logged:\n%s", d, log)
 	}
 }
 
