@@ -100,13 +100,15 @@ func TestQuickstartCrashSoak(t *testing.T) {
 		}
 	}
 
-	startKills := 0
+	startKills, startKillsEarly := 0, 0
 	for c := range cycles {
 		if c > 0 {
 			// Every fourth restart or so is killed too, 0 to 300 ms after
 			// it starts: while the store opens, or just after.
 			if c == 1 || rng.IntN(4) == 0 {
-				killDuringStart(t, opts, time.Duration(rng.Int64N(int64(300*time.Millisecond))))
+				if !killDuringStart(t, opts, time.Duration(rng.Int64N(int64(300*time.Millisecond)))) {
+					startKillsEarly++
+				}
 				startKills++
 			}
 			s = startServerWith(t, opts)
@@ -173,9 +175,9 @@ func TestQuickstartCrashSoak(t *testing.T) {
 	checkSecretsSealed(t, dataDir, m)
 
 	st := m.stats
-	t.Logf("%d kills mid-storm and %d during a start in %s, seed %d: %d writes acknowledged, %d answers lost to a kill (%d of them carried out), %d refused (429 or the event budget); "+
+	t.Logf("%d kills mid-storm and %d during a start (%d before it listened) in %s, seed %d: %d writes acknowledged, %d answers lost to a kill (%d of them carried out), %d refused (429 or the event budget); "+
 		"%d watch events and %d bookmarks in %d watches (%d answered 410); %d paged lists complete in %d pages, %d continued across a restart (%d continue tokens expired); last revision %d, %d MB in the data directory",
-		cycles, startKills, time.Since(start).Round(time.Second), seed, st.acked, st.lost, st.appliedLost, st.refused,
+		cycles, startKills, startKillsEarly, time.Since(start).Round(time.Second), seed, st.acked, st.lost, st.appliedLost, st.refused,
 		st.events, st.bookmarks, st.watchStarts, st.watchGone, st.lists, st.pages, st.continuedAcrossRestart, st.continueExpired, m.maxRV, dirSize(dataDir)>>20)
 	if m.failures > 30 {
 		t.Errorf("%d failures in all, the first 30 reported", m.failures)
@@ -267,9 +269,9 @@ func (m *soakModel) waitDelivered(timeout time.Duration) bool {
 }
 
 // killDuringStart starts the quickstart with opts and kills it after d,
-// whether or not it is ready by then. It must not panic or log an error
-// before that.
-func killDuringStart(t *testing.T, opts serverOptions, d time.Duration) {
+// whether or not it is ready by then, and reports whether it was listening.
+// It must not panic or log an error before that.
+func killDuringStart(t *testing.T, opts serverOptions, d time.Duration) (listening bool) {
 	t.Helper()
 	cmd := exec.Command(quickstartBin, append([]string{"--data-dir", opts.dataDir, "--listen", freeAddr(t)}, opts.args...)...)
 	setProcAttr(cmd)
@@ -284,6 +286,7 @@ func killDuringStart(t *testing.T, opts serverOptions, d time.Duration) {
 	if log := out.String(); strings.Contains(log, "panic:") || strings.Contains(log, "level=ERROR") {
 		t.Errorf("the quickstart killed %s after it started logged:\n%s", d, log)
 	}
+	return strings.Contains(out.String(), "msg=listening")
 }
 
 // checkNoErrorLogged fails the test for every error the server logged.
