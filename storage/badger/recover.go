@@ -156,8 +156,11 @@ func (s *Store) reopen() (int64, error) {
 		}
 	}
 	if !s.opts.InMemory {
-		// As at Open: an empty log left by a failed memtable creation is
+		// As at Open: an empty log left by a failed file creation is
 		// removed, a damaged one refused.
+		if err := removeEmptyLogs(s.opts.Dir, s.log); err != nil {
+			return 0, err
+		}
 		if err := checkWALs(s.opts.Dir); err != nil {
 			return 0, err
 		}

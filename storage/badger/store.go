@@ -157,6 +157,9 @@ func Open(opts Options) (*Store, error) {
 		if err := checkTables(opts.Dir, bo, opts.SkipTableVerification); err != nil {
 			return fail(damaged(err))
 		}
+		if err := removeEmptyLogs(opts.Dir, opts.Logger); err != nil {
+			return fail(err)
+		}
 		if err := checkWALs(opts.Dir); err != nil {
 			return fail(err)
 		}

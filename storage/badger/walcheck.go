@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,6 +63,32 @@ func checkWALs(dir string) (err error) {
 			return fmt.Errorf("write-ahead log %s is corrupt at offset %d: complete writes follow a damaged entry, "+
 				"and opening would drop them: restore the data directory from a backup (or, to salvage what precedes "+
 				"the damage, move this file away: the writes it holds, the store's latest, are then lost)", f, stop)
+		}
+	}
+	return nil
+}
+
+// removeEmptyLogs removes the empty write-ahead and value logs (*.mem,
+// *.vlog) from dir. Badger creates a log file and then sizes it: a crash in
+// between leaves an empty file, which holds nothing, and on which Badger
+// v4.9's Open fails ("Create a new file", dgraph-io/badger#2207) for good.
+// Without the file, the directory is as if the crash had come just before
+// Badger created it.
+func removeEmptyLogs(dir string, logger *slog.Logger) error {
+	for _, pattern := range []string{"*.mem", "*.vlog"} {
+		files, err := filepath.Glob(filepath.Join(dir, pattern))
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			fi, err := os.Stat(f)
+			if err != nil || fi.Size() != 0 {
+				continue // checkWALs and Badger read it
+			}
+			if err := os.Remove(f); err != nil {
+				return fmt.Errorf("removing the empty log %s left by a crash: %w", f, err)
+			}
+			logger.Info("removed an empty log file left by a crash", "file", f)
 		}
 	}
 	return nil
@@ -135,7 +162,7 @@ func walStop(data []byte) (stop int, truncated bool) {
 // nextTxn returns the offset of a valid end-of-transaction entry after
 // from, or -1.
 func nextTxn(data []byte, from int) int {
-	for i := from; ; {
+	for i := from; i < len(data); {
 		j := bytes.Index(data[i:], walTxnKey)
 		if j < 0 {
 			return -1
@@ -150,6 +177,7 @@ func nextTxn(data []byte, from int) int {
 		}
 		i = k + 1
 	}
+	return -1
 }
 
 // damaged adds what to do to an error that Badger or the table check
