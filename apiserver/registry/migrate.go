@@ -214,3 +214,48 @@ func (g *writeGate) retire() {
 	g.retired = true
 	g.mu.Unlock()
 }
+
+// gatedStorage is the storage of a type registered with Register: its
+// creates and updates go through a gate that RegisterVersions retires when
+// it replaces the type, so that no write of the plain registration lands
+// after the type has several versions (and, maybe, another storage
+// version a migration is moving objects to).
+type gatedStorage struct {
+	storage.Store
+	guard writeGuard
+}
+
+func (g gatedStorage) Create(ctx context.Context, key, value []byte) (int64, error) {
+	if err := g.guard.enter(); err != nil {
+		return 0, err
+	}
+	defer g.guard.exit()
+	return g.Store.Create(ctx, key, value)
+}
+
+func (g gatedStorage) Update(ctx context.Context, key, value []byte, expectedRevision int64) (int64, error) {
+	if err := g.guard.enter(); err != nil {
+		return 0, err
+	}
+	defer g.guard.exit()
+	return g.Store.Update(ctx, key, value, expectedRevision)
+}
+
+// progressGatedStorage is a gatedStorage over storage that can request
+// progress events, which it forwards.
+type progressGatedStorage struct {
+	gatedStorage
+}
+
+func (g progressGatedStorage) RequestProgress(ctx context.Context) error {
+	return g.Store.(storage.ProgressRequester).RequestProgress(ctx)
+}
+
+// newGatedStorage returns st with its creates and updates through gate.
+func newGatedStorage(st storage.Store, gate *writeGate) storage.Store {
+	g := gatedStorage{Store: st, guard: writeGuard{gate: gate}}
+	if _, ok := st.(storage.ProgressRequester); ok {
+		return progressGatedStorage{g}
+	}
+	return g
+}

@@ -46,7 +46,7 @@ func (r *Registry) RegisterVersions(def Versions) error {
 	fields := vs.fieldManagers()
 	for v, res := range vs.byName {
 		st := newStore(r, res)
-		st.storage = vs.versionStorage(r.cfg.Storage, st.prefix, v)
+		st.storage, st.gate = vs.versionStorage(r.cfg.Storage, st.prefix, v), nil
 		st.fields = fields[v]
 		vs.stores[v] = st
 	}
@@ -89,6 +89,11 @@ func (r *Registry) RegisterVersions(def Versions) error {
 	r.mu.Unlock()
 	if prev != nil && prev.storage != vs.storage {
 		prev.guard.gate.retire() // before the listeners: a migration must not start while old writes may land
+	}
+	for _, st := range old {
+		if st.gate != nil {
+			st.gate.retire() // a plain registration replaced: its writes end here too
+		}
 	}
 	for _, st := range old {
 		st.stopWatchCache() // its watches end; clients reconnect to the new one

@@ -16,6 +16,7 @@ type Store struct {
 	prefix  []byte              // storage prefix of every object of the type, ends in '/'
 	fields  *patch.FieldManager // managedFields and server-side apply
 	watch   watchCacheHolder    // the type's watch cache, started on first use (watch.go)
+	gate    *writeGate          // a plain type's writes, retired when RegisterVersions replaces it
 
 	// written is the highest revision this store has written: a lookup in
 	// the watch cache sees this server's own writes once the cache has
@@ -43,9 +44,13 @@ func newStore(reg *Registry, res *Resource) *Store {
 		prefix:  reg.ResourcePrefix(res.Group, res.Resource, ""),
 		fields:  patch.NewFieldManager(res.Schema, res.GroupVersionKind(), res.Subresources.Status),
 	}
-	if v := res.StoredAs; v != nil {
+	switch v := res.StoredAs; {
+	case v != nil:
 		s.storage = newViewStorage(reg.cfg.Storage, v)
 		s.prefix = reg.ResourcePrefix(v.Group, v.Resource, "")
+	case res.Virtual == nil:
+		s.gate = &writeGate{}
+		s.storage = newGatedStorage(reg.cfg.Storage, s.gate)
 	}
 	return s
 }

@@ -358,3 +358,34 @@ func TestVersionsConversionResultIsPruned(t *testing.T) {
 		t.Errorf("through v1: spec %v, want only size", spec(got))
 	}
 }
+
+// A type registered with Register, then with RegisterVersions: a request
+// that still holds the plain registration's Store cannot write after the
+// change (a 409 the client retries), so no object lands in the old form
+// behind a migration.
+func TestPlainRegistrationReplacedRefusesWrites(t *testing.T) {
+	ctx := context.Background()
+	reg := newVersionsRegistry(t)
+	if err := reg.Register(verWidgets(t, "v1").Versions[0]); err != nil {
+		t.Fatal(err)
+	}
+	plain := versionStore(t, reg, "v1")
+	if _, err := plain.Create(ctx, "default", mustObject(t,
+		`{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"a"},"spec":{"size":1,"color":"red"}}`), WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.RegisterVersions(verWidgets(t, "v2")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := plain.Create(ctx, "default", mustObject(t,
+		`{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"b"},"spec":{"size":1,"color":"red"}}`), WriteOptions{})
+	wantStatus(t, "a create through the replaced plain registration", err, 409, "")
+	if _, err := versionStore(t, reg, "v1").Create(ctx, "default", mustObject(t,
+		`{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"b"},"spec":{"size":1,"color":"red"}}`), WriteOptions{}); err != nil {
+		t.Fatalf("a create through the new registration: %v", err)
+	}
+	kv, err := reg.Storage().Get(ctx, versionStore(t, reg, "v1").key("default", "b"), 0)
+	if err != nil || !strings.Contains(string(kv.Value), `"apiVersion":"example.dev/v2"`) {
+		t.Errorf("b stored as %q, %v; want example.dev/v2", kv.Value, err)
+	}
+}
