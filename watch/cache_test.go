@@ -437,9 +437,15 @@ func TestResyncAfterCompaction(t *testing.T) {
 	e.put(testPrefix+"a", "1")
 	e.waitCaughtUp()
 	r := e.watch(Options{})
-	fs.mu.Lock()
-	inject := fs.inject
-	fs.mu.Unlock()
+	// The cache may have caught up from its list before its storage watch
+	// started: wait for the watch.
+	var inject chan storage.Event
+	waitFor(t, "the cache's storage watch", func() bool {
+		fs.mu.Lock()
+		defer fs.mu.Unlock()
+		inject = fs.inject
+		return inject != nil
+	})
 	inject <- storage.Event{Type: storage.EventError, Err: &storage.CompactedError{Requested: 1, Oldest: 2}}
 	if err := r.ended(t); !errors.Is(err, ErrResync) {
 		t.Fatalf("watch ended with %v, want ErrResync", err)
