@@ -301,22 +301,3 @@ func ignoreNotFound(err error) error {
 	}
 	return err
 }
-
-// keepProgress returns wrapper, a storage wrapper around inner, able to
-// request progress events when inner can (storage.ProgressRequester): a
-// watch cache over storage that cannot answers a consistent read only when
-// progress comes on its own.
-func keepProgress(wrapper, inner storage.Store) storage.Store {
-	if p, ok := inner.(storage.ProgressRequester); ok {
-		return progressStore{Store: wrapper, p: p}
-	}
-	return wrapper
-}
-
-// progressStore is a storage wrapper with its inner store's RequestProgress.
-type progressStore struct {
-	storage.Store
-	p storage.ProgressRequester
-}
-
-func (s progressStore) RequestProgress(ctx context.Context) error { return s.p.RequestProgress(ctx) }

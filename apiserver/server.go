@@ -260,7 +260,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("apiserver: registering metrics: %w", err)
 		}
-		cfg.Storage = keepProgress(instrumentedStore{Store: cfg.Storage, m: m}, cfg.Storage)
+		cfg.Storage = storage.KeepProgress(instrumentedStore{Store: cfg.Storage, m: m}, cfg.Storage)
 	}
 	cfg = withTracing(cfg) // storage and admission spans; no-op without a TracerProvider
 	reg, err := registry.New(registry.Config{Storage: cfg.Storage, KeyPrefix: cfg.KeyPrefix, Logger: cfg.Logger, Admission: cfg.Admission, Watch: cfg.Watch, FutureRevisionWait: cfg.FutureRevisionWait, Encryption: cfg.Encryption})

@@ -185,7 +185,7 @@ func withTracing(cfg Config) Config {
 		return cfg
 	}
 	t := cfg.TracerProvider.Tracer(tracerName)
-	cfg.Storage = keepProgress(tracedStore{Store: cfg.Storage, tracer: t}, cfg.Storage)
+	cfg.Storage = storage.KeepProgress(tracedStore{Store: cfg.Storage, tracer: t}, cfg.Storage)
 	cfg.Admission = traceHooks(t, cfg.Admission)
 	return cfg
 }

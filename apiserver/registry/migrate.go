@@ -241,21 +241,7 @@ func (g gatedStorage) Update(ctx context.Context, key, value []byte, expectedRev
 	return g.Store.Update(ctx, key, value, expectedRevision)
 }
 
-// progressGatedStorage is a gatedStorage over storage that can request
-// progress events, which it forwards.
-type progressGatedStorage struct {
-	gatedStorage
-}
-
-func (g progressGatedStorage) RequestProgress(ctx context.Context) error {
-	return g.Store.(storage.ProgressRequester).RequestProgress(ctx)
-}
-
 // newGatedStorage returns st with its creates and updates through gate.
 func newGatedStorage(st storage.Store, gate *writeGate) storage.Store {
-	g := gatedStorage{Store: st, guard: writeGuard{gate: gate}}
-	if _, ok := st.(storage.ProgressRequester); ok {
-		return progressGatedStorage{g}
-	}
-	return g
+	return storage.KeepProgress(gatedStorage{Store: st, guard: writeGuard{gate: gate}}, st)
 }

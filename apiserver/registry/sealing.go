@@ -21,11 +21,7 @@ type sealingStorage struct {
 // newSealingStorage returns st sealing the values s makes sensitive,
 // forwarding storage.ProgressRequester when st has it.
 func newSealingStorage(st storage.Store, s *sealer) storage.Store {
-	v := sealingStorage{Store: st, s: s}
-	if _, ok := st.(storage.ProgressRequester); ok {
-		return progressSealingStorage{v}
-	}
-	return v
+	return storage.KeepProgress(sealingStorage{Store: st, s: s}, st)
 }
 
 // out opens a value read from storage; nil stays nil.
@@ -124,14 +120,4 @@ func (v sealingStorage) Watch(ctx context.Context, opts storage.WatchOptions) (<
 		}
 	}()
 	return out, nil
-}
-
-// progressSealingStorage is a sealingStorage over storage that can request
-// progress events, which it forwards.
-type progressSealingStorage struct {
-	sealingStorage
-}
-
-func (v progressSealingStorage) RequestProgress(ctx context.Context) error {
-	return v.Store.(storage.ProgressRequester).RequestProgress(ctx)
 }

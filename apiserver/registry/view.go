@@ -182,29 +182,18 @@ func (v convertingStorage) Watch(ctx context.Context, opts storage.WatchOptions)
 	return out, nil
 }
 
-// progressConvertingStorage is a convertingStorage over storage that can
-// request progress events, which it forwards.
-type progressConvertingStorage struct {
-	convertingStorage
-}
-
-func (v progressConvertingStorage) RequestProgress(ctx context.Context) error {
-	return v.Store.(storage.ProgressRequester).RequestProgress(ctx)
-}
-
 // forCache returns the storage a watch cache follows and the conversion
 // of previous values the cache applies (watch.Config.PrevValue): over a
 // converting storage, the watch leaves previous values as stored, so that
 // a change the cache's state already holds the previous version of is
 // converted once. Other storage is returned as it is, with no conversion.
 func forCache(st storage.Store) (storage.Store, func(key, value []byte) []byte) {
-	var v convertingStorage
-	switch c := st.(type) {
-	case convertingStorage:
-		v = c
-	case progressConvertingStorage:
-		v = c.convertingStorage
-	default:
+	inner := st
+	if u, ok := st.(interface{ Unwrap() storage.Store }); ok {
+		inner = u.Unwrap()
+	}
+	v, ok := inner.(convertingStorage)
+	if !ok {
 		return st, nil
 	}
 	conv := func(key, value []byte) []byte {
@@ -212,10 +201,7 @@ func forCache(st storage.Store) (storage.Store, func(key, value []byte) []byte) 
 		return out
 	}
 	v.rawPrev = true
-	if _, ok := v.Store.(storage.ProgressRequester); ok {
-		return progressConvertingStorage{v}, conv
-	}
-	return v, conv
+	return storage.KeepProgress(v, v.Store), conv
 }
 
 // newConvertingStorage returns st with values converted by fromStored on
@@ -227,9 +213,5 @@ func newConvertingStorage(st storage.Store, fromStored, toStored func(key, value
 // newGuardedConvertingStorage is newConvertingStorage whose creates and
 // updates go through guard.
 func newGuardedConvertingStorage(st storage.Store, fromStored, toStored func(key, value []byte) ([]byte, error), guard *writeGuard) storage.Store {
-	v := convertingStorage{Store: st, fromStored: fromStored, toStored: toStored, guard: guard}
-	if _, ok := st.(storage.ProgressRequester); ok {
-		return progressConvertingStorage{v}
-	}
-	return v
+	return storage.KeepProgress(convertingStorage{Store: st, fromStored: fromStored, toStored: toStored, guard: guard}, st)
 }
