@@ -11,7 +11,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/storage"
+	"github.com/kapi-dev/kapi/watch"
 )
 
 // metrics are the server's Prometheus metrics, named and labelled as
@@ -300,4 +302,30 @@ func ignoreNotFound(err error) error {
 		return nil
 	}
 	return err
+}
+
+// registerBudgetMetrics exports the watch caches' memory budget.
+func registerBudgetMetrics(r prometheus.Registerer, reg *registry.Registry) error {
+	stat := func(f func(watch.BudgetStats) float64) func() float64 {
+		return func() float64 { return f(reg.WatchBudget()) }
+	}
+	for _, c := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kapi_watch_cache_budget_bytes", Help: "Memory budget of the watch caches' states (Settings.StateBytes)."},
+			stat(func(s watch.BudgetStats) float64 { return float64(s.Limit) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kapi_watch_cache_state_bytes", Help: "Bytes of the watch caches' kept states and encodings, charged to the budget."},
+			stat(func(s watch.BudgetStats) float64 { return float64(s.Used) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kapi_watch_cache_states", Help: "Watch caches whose state is kept in memory."},
+			stat(func(s watch.BudgetStats) float64 { return float64(s.States) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kapi_watch_cache_states_dropped", Help: "Watch caches whose state is dropped to keep the budget (their reads come from storage)."},
+			stat(func(s watch.BudgetStats) float64 { return float64(s.Dropped) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kapi_watch_cache_state_drops_total", Help: "States dropped to keep the budget."},
+			stat(func(s watch.BudgetStats) float64 { return float64(s.Drops) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kapi_watch_cache_state_readmissions_total", Help: "Dropped states brought back once the budget had room."},
+			stat(func(s watch.BudgetStats) float64 { return float64(s.Readmit) })),
+	} {
+		if err := r.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }

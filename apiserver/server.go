@@ -267,6 +267,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Metrics != nil {
+		if err := registerBudgetMetrics(cfg.Metrics, reg); err != nil {
+			return nil, fmt.Errorf("apiserver: registering metrics: %w", err)
+		}
+	}
 	// The controllers are made, and their metrics registered, whether or not
 	// they run here (DisableControllers, Elector): /metrics shows the same
 	// families either way.

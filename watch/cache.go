@@ -64,7 +64,7 @@ type Cache struct {
 	state       *stateTree   // nil when no state is kept
 	stateBytes  atomic.Int64 // written under mu; read by Encoding without it
 	encBytes    atomic.Int64 // encodings kept by the state's objects (Encoding)
-	stateOff    bool         // the state outgrew Settings.StateBytes
+	estimate    int64        // while the state is dropped: about what it would take
 	stateRev    int64        // the revision of the last change applied to the state
 	snap        *Snapshot    // a clone of the state, nil until a list asks after a change
 	retained    []*Snapshot  // older snapshots kept for continued lists (Retain)
@@ -73,6 +73,11 @@ type Cache struct {
 	advanced    chan struct{}         // closed and replaced whenever rev advances
 	err         error                 // why the cache stopped
 	lists       int                   // number of completed lists
+
+	budget      *Budget
+	share       *share
+	readmitAt   atomic.Int64 // unix nanoseconds of the last drop or readmission attempt
+	readmitting atomic.Bool
 }
 
 // New starts a cache. It lists the prefix and follows it in the background;
@@ -104,8 +109,12 @@ func New(cfg Config) (*Cache, error) {
 		watchers: map[*Watcher]struct{}{},
 		synced:   map[*Watcher]struct{}{},
 		advanced: make(chan struct{}),
-		stateOff: cfg.StateBytes < 0,
+		budget:   cfg.Budget,
 	}
+	if c.budget == nil {
+		c.budget = NewBudget(cfg.StateBytes)
+	}
+	c.share = c.budget.join(c)
 	go c.run()
 	return c, nil
 }
@@ -234,8 +243,8 @@ func (c *Cache) List(ctx context.Context, prefix []byte) (objs []*Object, rev in
 // Encoding returns the encoding of o, an object of the cache's state,
 // named tag (a representation: "protobuf"), made by enc. The object keeps
 // it for the next callers (it never changes: an object is one version)
-// while the state and the encodings its objects keep fit in
-// Settings.StateBytes together; past that, enc runs every time. The bytes
+// while the budget holds it without dropping a state; past that, enc runs
+// every time. The bytes
 // are shared: do not modify them.
 func (c *Cache) Encoding(o *Object, tag string, enc func(o *Object) ([]byte, error)) ([]byte, error) {
 	if b, ok := o.keptEncoding(tag); ok {
@@ -246,9 +255,6 @@ func (c *Cache) Encoding(o *Object, tag string, enc func(o *Object) ([]byte, err
 		return nil, err
 	}
 	n := int64(len(b))
-	if c.stateBytes.Load()+c.encBytes.Load()+n > c.cfg.StateBytes {
-		return b, nil
-	}
 	// Only an object of the current state keeps an encoding: the budget is
 	// given back when the state replaces or drops it (applyStateLocked),
 	// which has already happened to an object of an older snapshot.
@@ -260,9 +266,14 @@ func (c *Cache) Encoding(o *Object, tag string, enc func(o *Object) ([]byte, err
 	if cur, ok := c.state.Get(o); !ok || cur != o {
 		return b, nil
 	}
+	if !c.budget.fits(c.share, n) {
+		return b, nil
+	}
 	b, kept := o.keepEncoding(tag, b)
 	if kept {
 		c.encBytes.Add(n)
+	} else {
+		c.budget.shrink(c.share, n)
 	}
 	return b, nil
 }
@@ -275,6 +286,9 @@ func (c *Cache) KeepsState(ctx context.Context) (bool, error) {
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	if c.state == nil {
+		c.readmitSoon()
+	}
 	return c.state != nil, nil
 }
 
@@ -328,8 +342,10 @@ func (c *Cache) lookup(key []byte) (obj *Object, rev int64, ok bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.state == nil {
+		c.readmitSoon()
 		return nil, 0, false
 	}
+	c.share.touch()
 	o, _ := c.state.Get(&Object{Key: key})
 	return o, c.rev.Load(), true
 }

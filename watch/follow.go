@@ -60,19 +60,19 @@ func (c *Cache) shutdown(err error) {
 	clear(c.synced)
 	c.window.reset()
 	c.state, c.snap, c.retained = nil, nil, nil
+	c.budget.leave(c.share)
 	close(c.advanced)
 	c.advanced = make(chan struct{})
 }
 
 // list reads the prefix from a storage snapshot and makes it the cache's
-// state. A list after the first breaks the continuity of every watcher.
+// state, charging it to the budget page by page (a state the budget drops
+// is not built; only the revision is read). A list after the first breaks
+// the continuity of every watcher.
 func (c *Cache) list() error {
 	st := c.cfg.Storage
 	var state *stateTree
-	c.mu.RLock()
-	keep := !c.stateOff
-	c.mu.RUnlock()
-	if keep {
+	if c.budget.keeps(c.share) {
 		state = newStateTree()
 	}
 	var size, rev int64
@@ -84,22 +84,23 @@ func (c *Cache) list() error {
 		}
 		page, err := st.List(c.ctx, opts)
 		if err != nil {
+			c.budget.shrink(c.share, size)
 			return fmt.Errorf("listing: %w", err)
 		}
 		rev = page.Revision
 		if state != nil {
+			var n int64
 			for _, kv := range page.Items {
 				o := &Object{Key: kv.Key, Value: kv.Value, Revision: kv.Revision}
 				state.ReplaceOrInsert(o)
-				size += o.size()
+				n += o.size()
 			}
-			if size > c.cfg.StateBytes {
-				c.log.Warn("watch cache: the state is larger than Settings.StateBytes; serving initial state from storage",
-					"limit", c.cfg.StateBytes)
-				state, size = nil, 0
+			size += n
+			if !c.budget.grow(c.share, n) {
 				c.mu.Lock()
-				c.stateOff = true
+				c.dropStateLocked(size + c.stateBytes.Load() + c.encBytes.Load())
 				c.mu.Unlock()
+				state, size = nil, 0
 			}
 		}
 		if state == nil || !page.More {
@@ -126,6 +127,9 @@ func (c *Cache) list() error {
 	}
 	c.window.reset()
 	c.windowBytes = 0
+	if c.state != nil {
+		c.budget.shrink(c.share, c.stateBytes.Load()+c.encBytes.Load())
+	}
 	c.state = state
 	c.stateBytes.Store(size)
 	c.encBytes.Store(0)
@@ -242,26 +246,62 @@ func (c *Cache) advanceLocked() {
 
 func (c *Cache) applyStateLocked(ev *Event) {
 	if c.state == nil {
+		var d int64
+		if ev.Object != nil {
+			d = ev.Object.size()
+		}
+		if ev.Prev != nil {
+			d -= ev.Prev.size()
+		}
+		c.estimate = max(0, c.estimate+d)
 		return
 	}
 	c.stateRev, c.snap = ev.Revision, nil
+	var freed, added int64
 	if ev.Type == Deleted {
 		if old, ok := c.state.Delete(&Object{Key: ev.Key()}); ok {
+			freed = old.size() + old.keptSize()
 			c.stateBytes.Add(-old.size())
 			c.encBytes.Add(-old.keptSize())
 		}
-		return
+	} else {
+		if old, ok := c.state.ReplaceOrInsert(ev.Object); ok {
+			freed = old.size() + old.keptSize()
+			c.stateBytes.Add(-old.size())
+			c.encBytes.Add(-old.keptSize())
+		}
+		added = ev.Object.size()
+		c.stateBytes.Add(added)
 	}
-	if old, ok := c.state.ReplaceOrInsert(ev.Object); ok {
-		c.stateBytes.Add(-old.size())
-		c.encBytes.Add(-old.keptSize())
+	switch net := added - freed; {
+	case net <= 0:
+		c.budget.shrink(c.share, -net)
+	case !c.budget.grow(c.share, net):
+		c.dropStateLocked(c.stateBytes.Load() + c.encBytes.Load())
 	}
-	if c.stateBytes.Add(ev.Object.size()) > c.cfg.StateBytes {
-		c.log.Warn("watch cache: the state is larger than Settings.StateBytes; serving initial state from storage",
-			"limit", c.cfg.StateBytes, "objects", c.state.Len())
-		c.state, c.stateOff, c.retained = nil, true, nil
-		c.stateBytes.Store(0)
-		c.encBytes.Store(0)
+}
+
+// dropStateLocked drops the state (its budget share is released already);
+// size is about what it took, for a later readmission.
+func (c *Cache) dropStateLocked(size int64) {
+	if c.state != nil {
+		c.log.Info("watch cache: state dropped to keep the memory budget; reads come from storage",
+			"objects", c.state.Len(), "bytes", size)
+	}
+	c.state, c.snap, c.retained = nil, nil, nil
+	c.stateBytes.Store(0)
+	c.encBytes.Store(0)
+	c.estimate = size
+	c.readmitAt.Store(time.Now().UnixNano())
+}
+
+// budgetDropped drops the state after the budget took its share back for
+// another cache's state (drop number gen), unless it came back since.
+func (c *Cache) budgetDropped(gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state != nil && c.budget.dropped(c.share, gen) {
+		c.dropStateLocked(c.stateBytes.Load() + c.encBytes.Load())
 	}
 }
 

@@ -22,6 +22,7 @@ const (
 	DefaultTimeout            = 30 * time.Minute
 	DefaultRetainedSnapshots  = 4
 	DefaultRetainFor          = 30 * time.Second
+	DefaultReadmitInterval    = 10 * time.Second
 )
 
 // Settings are the tunables of a Cache. Every zero field takes its default,
@@ -42,13 +43,19 @@ type Settings struct {
 
 	// StateBytes bounds the memory of the cache's copy of the current state
 	// (the latest version of every object, about key + value + 128 bytes
-	// each). The state serves resourceVersion=0 lists and gets and the
-	// synthetic ADDED events of new watches from memory. When it grows
-	// beyond the bound the cache drops it for good and those reads come from
-	// storage snapshots instead. The encodings objects keep (Cache.Encoding)
-	// count within it too: past it they are made per call instead of kept.
-	// Default 256 MiB; negative keeps no state.
+	// each) and of the encodings its objects keep (Cache.Encoding). The
+	// state serves resourceVersion=0 lists and gets and the synthetic ADDED
+	// events of new watches from memory. Caches given a Config.Budget share
+	// that budget instead (a registry gives every type one budget of this
+	// size); see Budget for what happens past it. Default 256 MiB; negative
+	// keeps no state.
 	StateBytes int64
+
+	// ReadmitInterval is the shortest time between two attempts of a cache
+	// whose state the budget dropped to bring it back (a read that finds it
+	// dropped starts one when the budget has room for it). Default 10
+	// seconds.
+	ReadmitInterval time.Duration
 
 	// WatcherBuffer is the number of events queued for a watcher whose
 	// consumer is busy. A watcher whose queue is full drops it and replays
@@ -126,6 +133,9 @@ func (s Settings) withDefaults() (Settings, error) {
 	if s.RetainFor == 0 {
 		s.RetainFor = DefaultRetainFor
 	}
+	if s.ReadmitInterval == 0 {
+		s.ReadmitInterval = DefaultReadmitInterval
+	}
 	switch {
 	case s.WindowEvents < 0:
 		return s, fmt.Errorf("watch: WindowEvents %d is negative", s.WindowEvents)
@@ -139,6 +149,8 @@ func (s Settings) withDefaults() (Settings, error) {
 		return s, fmt.Errorf("watch: ProgressInterval %v is negative", s.ProgressInterval)
 	case s.BookmarkInterval < 0:
 		return s, fmt.Errorf("watch: BookmarkInterval %v is negative", s.BookmarkInterval)
+	case s.ReadmitInterval < 0:
+		return s, fmt.Errorf("watch: ReadmitInterval %v is negative", s.ReadmitInterval)
 	case s.RetainFor < 0:
 		return s, fmt.Errorf("watch: RetainFor %v is negative", s.RetainFor)
 	case s.ConsistentReadWait < 0:
@@ -166,6 +178,10 @@ type Config struct {
 	// one conversion per change, not two). Nil: previous values are used as
 	// the watch hands them up.
 	PrevValue func(key, value []byte) []byte
+	// Budget, when set, is the memory budget the cache's state shares with
+	// other caches' (Settings.StateBytes is then not used). Nil: a budget
+	// of Settings.StateBytes for this cache alone.
+	Budget *Budget
 	// Logger receives operational messages. Default: discard.
 	Logger *slog.Logger
 }

@@ -19,10 +19,14 @@ func (c *Cache) Snapshot(ctx context.Context) (_ *Snapshot, ok bool, _ error) {
 	}
 	c.mu.RLock()
 	sn, kept := c.snap, c.state != nil
+	if !kept {
+		c.readmitSoon()
+	}
 	c.mu.RUnlock()
 	if !kept {
 		return nil, false, nil
 	}
+	c.share.touch()
 	if sn == nil {
 		c.mu.Lock()
 		sn = c.snapshotLocked()
@@ -42,6 +46,7 @@ func (c *Cache) SnapshotAt(rev int64) (*Snapshot, bool) {
 	if c.state == nil {
 		return nil, false
 	}
+	c.share.touch()
 	if sn := c.snap; sn != nil && sn.covers(rev) {
 		return sn, true
 	}

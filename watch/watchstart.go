@@ -46,9 +46,11 @@ func (c *Cache) startFromState(w *Watcher) (bool, error) {
 		return false, c.err
 	}
 	if c.state == nil {
+		c.readmitSoon()
 		c.mu.Unlock()
 		return false, nil
 	}
+	c.share.touch()
 	objs := c.stateUnderLocked(w.prefix)
 	rev := c.rev.Load()
 	w.pos, w.from, w.initialRev = rev, rev, rev

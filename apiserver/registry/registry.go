@@ -40,8 +40,10 @@ type Config struct {
 	// MaxObjectSize limits the encoded size of one object (413 beyond).
 	// Default 1.5 MiB, as etcd's default request limit in Kubernetes.
 	MaxObjectSize int
-	// Watch tunes the watch caches (one per type, started by the first
-	// watch or resourceVersion=0 read). The zero value is the default.
+	// Watch tunes the watch caches (one per type and served version,
+	// started by the first watch or resourceVersion=0 read). Their states
+	// share one memory budget of Watch.StateBytes (watch.Budget). The zero
+	// value is the default.
 	Watch watch.Settings
 	// Encryption, when set, seals the values of the sensitive types in
 	// storage (encryption at rest). New fails when a configured key is not
@@ -58,6 +60,7 @@ type Registry struct {
 	// same with encryption at rest, which seals and opens the values of
 	// the sensitive types (sealer, nil without Config.Encryption).
 	raw    storage.Store
+	budget *watch.Budget // shared by every watch cache's state
 	sealer *sealer
 	// continueKey signs continue tokens; it lives in storage so that every
 	// instance over one store shares it.
@@ -99,7 +102,7 @@ func New(cfg Config) (*Registry, error) {
 	if cfg.MaxObjectSize <= 0 {
 		cfg.MaxObjectSize = 3 << 19
 	}
-	r := &Registry{cfg: cfg, raw: cfg.Storage, stores: map[meta.GroupVersionResource]*Store{}, sets: map[meta.GroupResource]*versionSet{}}
+	r := &Registry{cfg: cfg, raw: cfg.Storage, budget: watch.NewBudget(cfg.Watch.StateBytes), stores: map[meta.GroupVersionResource]*Store{}, sets: map[meta.GroupResource]*versionSet{}}
 	if cfg.Encryption != nil {
 		var err error
 		r.sealer, err = newSealer(cfg.Encryption, func(gr meta.GroupResource) []byte { return r.ResourcePrefix(gr.Group, gr.Resource, "") })

@@ -186,6 +186,7 @@ func (s *Store) watchCache() (*watch.Cache, error) {
 		Prefix:    s.prefix,
 		Attrs:     s.objectAttrs,
 		PrevValue: prevValue,
+		Budget:    s.reg.budget,
 		Logger:    s.reg.cfg.Logger.With("resource", s.res.GroupResource().String()),
 	})
 	if err != nil {
@@ -319,6 +320,10 @@ func (s *Store) getFromCache(ctx context.Context, ns, name string) (_ []byte, ok
 	}
 	return so.objectJSON(o.Revision), true, nil
 }
+
+// WatchBudget returns the figures of the memory budget the watch caches'
+// states share.
+func (r *Registry) WatchBudget() watch.BudgetStats { return r.budget.Stats() }
 
 // WatchCacheStats returns the figures of the type's watch cache; ok is false
 // when the cache has not started.

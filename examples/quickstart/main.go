@@ -61,6 +61,7 @@ func main() {
 // options are the command line's.
 type options struct {
 	dataDir, listen, policy, logLevel, auditLog, pprofListen, memLimit string
+	watchCacheMemory                                                   string
 	encryptionKeyFile                                                  string
 	inMemory, insecure                                                 bool
 	history, shutdownTimeout, eventTTL                                 time.Duration
@@ -86,6 +87,7 @@ func parseFlags() options {
 	flag.StringVar(&o.auditLog, "audit-log", "", "append an audit record per request to this file, as JSON lines")
 	flag.StringVar(&o.pprofListen, "pprof-listen", "", "serve Go's net/http/pprof profiles on this separate address (loopback only; off by default)")
 	flag.StringVar(&o.memLimit, "memory-limit", "auto", "Go's soft memory limit: auto (the live heap plus a quarter of it, at least 32 MiB more, at least 160 MiB in all, re-evaluated after every garbage collection), off (GOGC alone), or a fixed size such as 512MiB; a GOMEMLIMIT environment variable wins")
+	flag.StringVar(&o.watchCacheMemory, "watch-cache-memory", "256MiB", "memory budget of the watch caches' copies of objects, all types together (a size such as 256MiB; 0 keeps none): the types read least recently are dropped from memory first and then read from storage (docs/watch.md)")
 	flag.DurationVar(&o.eventTTL, "event-ttl", time.Hour, "how long an event lives after its last write, as kube-apiserver's --event-ttl")
 	flag.StringVar(&o.widgetStorage, "widget-storage-version", "v1", "the version widgets are written in, v1 or v2 (both stay served); on a change the objects stored in the other one are migrated while the server runs")
 	flag.Float64Var(&o.migrationRate, "migration-rate", 0, "at most this many objects a second are rewritten by storage migrations (0: the library's default, 200)")
@@ -147,6 +149,12 @@ func run() error {
 	}
 	addr := ln.Addr().String()
 	cfg := apiserver.Config{Storage: store, Logger: logger, Elector: elector, MigrationRate: o.migrationRate}
+	if cfg.Watch.StateBytes, err = parseSize(o.watchCacheMemory); err != nil {
+		return fmt.Errorf("--watch-cache-memory: %w", err)
+	}
+	if cfg.Watch.StateBytes == 0 {
+		cfg.Watch.StateBytes = -1 // none
+	}
 	if cfg.Encryption, err = loadEncryptionKeys(o.encryptionKeyFile, logger); err != nil {
 		return err
 	}

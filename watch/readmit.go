@@ -1,0 +1,88 @@
+package watch
+
+import (
+	"time"
+
+	"github.com/kapi-dev/kapi/storage"
+)
+
+// readmitSoon starts bringing back a dropped state when the budget has room
+// for about its size and the last attempt is Settings.ReadmitInterval old (c.mu held
+// for reading or writing; a read that finds no state calls it).
+func (c *Cache) readmitSoon() {
+	if c.err != nil || c.budget.limit < 0 ||
+		time.Now().UnixNano()-c.readmitAt.Load() < int64(c.cfg.ReadmitInterval) ||
+		c.budget.room() < c.estimate || !c.readmitting.CompareAndSwap(false, true) {
+		return
+	}
+	c.readmitAt.Store(time.Now().UnixNano())
+	go c.readmit()
+}
+
+// readmit lists the prefix at the cache's revision, brings the list up to
+// date with the window's events and installs it as the state, if the budget
+// still has room for it then. The list is abandoned as soon as it outgrows
+// the room, and when the window no longer holds every change after its
+// revision (the next attempt starts over).
+func (c *Cache) readmit() {
+	defer c.readmitting.Store(false)
+	rev := c.rev.Load()
+	room := c.budget.room()
+	state := newStateTree()
+	var size int64
+	var start []byte
+	for {
+		page, err := c.cfg.Storage.List(c.ctx, storage.ListOptions{
+			Prefix: c.cfg.Prefix, StartKey: start, Revision: rev, Limit: listPageSize,
+		})
+		if err != nil {
+			c.log.Debug("watch cache: listing to bring the state back failed", "error", err)
+			return
+		}
+		for _, kv := range page.Items {
+			o := &Object{Key: kv.Key, Value: kv.Value, Revision: kv.Revision}
+			state.ReplaceOrInsert(o)
+			size += o.size()
+		}
+		if size > room {
+			c.mu.Lock()
+			c.estimate = max(c.estimate, size)
+			c.mu.Unlock()
+			return
+		}
+		if !page.More {
+			break
+		}
+		start = page.NextKey
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil || c.state != nil || c.oldest > rev {
+		return
+	}
+	for i := range c.window.len() {
+		ev := c.window.at(i)
+		if ev.Revision <= rev {
+			continue
+		}
+		if ev.Type == Deleted {
+			if old, ok := state.Delete(&Object{Key: ev.Key()}); ok {
+				size -= old.size()
+			}
+			continue
+		}
+		if old, ok := state.ReplaceOrInsert(ev.Object); ok {
+			size -= old.size()
+		}
+		size += ev.Object.size()
+	}
+	if !c.budget.readmit(c.share, size) {
+		c.estimate = size
+		return
+	}
+	c.state, c.snap, c.retained = state, nil, nil
+	c.stateBytes.Store(size)
+	c.encBytes.Store(0)
+	c.stateRev = c.rev.Load()
+	c.log.Info("watch cache: state brought back into the memory budget", "objects", state.Len(), "bytes", size)
+}
