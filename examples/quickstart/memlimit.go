@@ -38,6 +38,16 @@ func parseMemoryLimit(s string) (memoryLimit, error) {
 	case "off", "0":
 		return memoryLimit{}, nil
 	}
+	n, ok := parseSize(s)
+	if !ok {
+		return memoryLimit{}, fmt.Errorf("--memory-limit: %q is not auto, off or a size such as 512MiB", s)
+	}
+	return memoryLimit{fixed: n}, nil
+}
+
+// parseSize parses a size in bytes with an optional B, KiB, MiB or GiB
+// suffix.
+func parseSize(s string) (int64, bool) {
 	num, mult := s, int64(1)
 	for _, u := range []struct {
 		suffix string
@@ -50,9 +60,9 @@ func parseMemoryLimit(s string) (memoryLimit, error) {
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
 	if err != nil || n < 0 || n > math.MaxInt64/mult {
-		return memoryLimit{}, fmt.Errorf("--memory-limit: %q is not auto, off or a size such as 512MiB", s)
+		return 0, false
 	}
-	return memoryLimit{fixed: n * mult}, nil
+	return n * mult, true
 }
 
 // applyMemoryLimit sets the process's soft memory limit
