@@ -3,8 +3,10 @@ package badger
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -293,6 +295,94 @@ func BenchmarkMappedCheck(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// rssFile returns the process's file-backed resident bytes (RssFile in
+// /proc/self/status).
+func rssFile() (int64, error) {
+	st, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(st)) {
+		if rest, ok := strings.CutPrefix(line, "RssFile:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no RssFile in /proc/self/status")
+}
+
+// majorFaults returns the process's major page faults (reads from disk).
+func majorFaults() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Majflt
+}
+
+// BenchmarkGetMapped measures random point reads of 2 KiB values among
+// 100,000 (about 230 MB of tables) with the mapped-memory bound off and at
+// 32 MiB, reopening the same store for each, and reports the process's
+// file-backed resident memory sampled every 50 ms (mean and peak), the major
+// page faults per read and the CPU time per read (including the trimmer's).
+// Run with -benchtime 5s or more: the trimmer checks once a second.
+func BenchmarkGetMapped(b *testing.B) {
+	const n = 100_000
+	dir := b.TempDir()
+	s, err := Open(DefaultOptions(dir).WithNoSync(true))
+	if err != nil {
+		b.Fatal(err)
+	}
+	fill(b, s, "get/", n)
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		bound int64
+	}{{"bound=off", -1}, {"bound=32MiB", 32 << 20}} {
+		b.Run(c.name, func(b *testing.B) {
+			s, err := Open(DefaultOptions(dir).WithNoSync(true).WithSkipTableVerification(true).WithMaxMappedResident(c.bound))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			stop, sampled := make(chan struct{}), make(chan [3]int64)
+			go func() {
+				var sum, peak, samples int64
+				tick := time.NewTicker(50 * time.Millisecond)
+				defer tick.Stop()
+				for {
+					select {
+					case <-stop:
+						sampled <- [3]int64{sum, peak, samples}
+						return
+					case <-tick.C:
+					}
+					if r, err := rssFile(); err == nil {
+						sum, peak, samples = sum+r, max(peak, r), samples+1
+					}
+				}
+			}()
+			cpu, faults, ops := startCPU(), majorFaults(), 0
+			for b.Loop() {
+				if _, err := s.Get(b.Context(), fmt.Appendf(nil, "get/%06d", rand.IntN(n)), 0); err != nil {
+					b.Fatal(err)
+				}
+				ops++
+			}
+			cpu.report(b, ops)
+			b.ReportMetric(float64(majorFaults()-faults)/float64(ops), "majflt/op")
+			close(stop)
+			if r := <-sampled; r[2] > 0 {
+				b.ReportMetric(float64(r[0]/r[2])/1e6, "rss-file-mean-MB")
+				b.ReportMetric(float64(r[1])/1e6, "rss-file-peak-MB")
+			}
+			b.ReportMetric(float64(s.MappedMemory().PagedOut)/1e6, "paged-out-MB")
 		})
 	}
 }
