@@ -328,7 +328,8 @@ func majorFaults() int64 {
 // 100,000 (about 230 MB of tables) with the mapped-memory bound off and at
 // 32 MiB, reopening the same store for each, and reports the process's
 // file-backed resident memory sampled every 50 ms (mean and peak), the major
-// page faults per read and the CPU time per read (including the trimmer's).
+// page faults per read, the CPU time per read (including the trimmer's), and
+// the file-backed resident memory once a check has run after the reads.
 // Run with -benchtime 5s or more: the trimmer checks once a second.
 func BenchmarkGetMapped(b *testing.B) {
 	const n = 100_000
@@ -383,6 +384,10 @@ func BenchmarkGetMapped(b *testing.B) {
 				b.ReportMetric(float64(r[1])/1e6, "rss-file-peak-MB")
 			}
 			b.ReportMetric(float64(s.MappedMemory().PagedOut)/1e6, "paged-out-MB")
+			time.Sleep(1500 * time.Millisecond) // a check after the reads stop
+			if r, err := rssFile(); err == nil {
+				b.ReportMetric(float64(r)/1e6, "rss-file-idle-MB")
+			}
 		})
 	}
 }
