@@ -53,7 +53,7 @@ type mappedTrimmer struct {
 	buf      []byte // pagemap entries of one chunk
 
 	other     int64 // file-backed resident bytes outside the directory, at the last exact pass
-	sinceFull int   // checks since the last exact pass
+	sinceFull int   // checks since the last exact pass; starts at mappedFullEvery, so the first check is one
 	failing   bool  // the last check failed (logged once)
 
 	resident, pagedOut, pageOuts atomic.Int64
@@ -95,15 +95,16 @@ func newMappedTrimmer(opts Options) *mappedTrimmer {
 		interval = opts.hooks.mappedInterval
 	}
 	return &mappedTrimmer{
-		dir:      dir,
-		bound:    opts.MaxMappedResident,
-		target:   opts.MaxMappedResident - opts.MaxMappedResident/8,
-		interval: interval,
-		log:      opts.Logger,
-		page:     int64(os.Getpagesize()),
-		pagemap:  pm,
-		buf:      make([]byte, 8*pagemapChunk),
-		done:     make(chan struct{}),
+		dir:       dir,
+		bound:     opts.MaxMappedResident,
+		target:    opts.MaxMappedResident - opts.MaxMappedResident/8,
+		interval:  interval,
+		log:       opts.Logger,
+		page:      int64(os.Getpagesize()),
+		pagemap:   pm,
+		buf:       make([]byte, 8*pagemapChunk),
+		sinceFull: mappedFullEvery,
+		done:      make(chan struct{}),
 	}
 }
 
