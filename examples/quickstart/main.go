@@ -41,6 +41,7 @@ import (
 	"github.com/kapi-dev/kapi/apiserver"
 	"github.com/kapi-dev/kapi/apiserver/auth"
 	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/storage/badger"
 	"github.com/kapi-dev/kapi/storage/etcd"
 )
 
@@ -86,6 +87,7 @@ func parseFlags() options {
 	flag.StringVar(&o.storage.etcdKey, "etcd-keyfile", "", "client key for etcd")
 	flag.StringVar(&o.auditLog, "audit-log", "", "append an audit record per request to this file, as JSON lines")
 	flag.StringVar(&o.pprofListen, "pprof-listen", "", "serve Go's net/http/pprof profiles on this separate address (loopback only; off by default)")
+	flag.StringVar(&o.storage.mapped, "storage-mapped-memory", fmt.Sprintf("%dMiB", badger.DefaultMaxMappedResident>>20), "bound on the resident memory of Badger's memory-mapped tables (Linux): over it, the pages of the oldest tables are handed back to the kernel and read again from the page cache or disk when needed; off keeps every page resident until the kernel reclaims it")
 	flag.StringVar(&o.memLimit, "memory-limit", "auto", "Go's soft memory limit: auto (the live heap plus a quarter of it, at least 32 MiB more, at least 160 MiB in all, re-evaluated after every garbage collection), off (GOGC alone), or a fixed size such as 512MiB; a GOMEMLIMIT environment variable wins")
 	flag.StringVar(&o.watchCacheMemory, "watch-cache-memory", "256MiB", "memory budget of the watch caches' copies of objects, all types together (a size such as 256MiB; 0 keeps none): the types read least recently are dropped from memory first and then read from storage (docs/watch.md)")
 	flag.DurationVar(&o.eventTTL, "event-ttl", time.Hour, "how long an event lives after its last write, as kube-apiserver's --event-ttl")
@@ -253,6 +255,7 @@ func openAudit(cfg *apiserver.Config, path string, logger *slog.Logger) (func(),
 func newAPI(ctx context.Context, cfg apiserver.Config, eventTTL time.Duration, widgetStorage string) (*apiserver.Server, error) {
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics.MustRegister(mappedMemoryMetrics(cfg.Storage)...)
 	cfg.Metrics = metrics
 	cfg.NonResourceHandlers = map[string]http.Handler{"/metrics": promhttp.HandlerFor(metrics, promhttp.HandlerOpts{})}
 	mountBackup(&cfg)

@@ -21,6 +21,7 @@ const (
 	DefaultMinFreeSpace       = 128 << 20
 	DefaultMaxWriteWait       = 5 * time.Second
 	DefaultRecoveryInterval   = time.Second
+	DefaultMaxMappedResident  = 256 << 20 // 256 MiB, see MaxMappedResident
 
 	// maxKeyLimit is Badger's key limit (65000) minus kapi's key prefix and
 	// some room; MaxKeySize may not exceed it.
@@ -139,6 +140,23 @@ type Options struct {
 	// probe succeeds, reopens Badger and resumes writes. Default 1 second.
 	RecoveryInterval time.Duration
 
+	// MaxMappedResident bounds the resident memory, in bytes, of the data
+	// directory's memory-mapped tables and value logs (Linux only; not
+	// in-memory stores). Badger reads and writes its tables through shared
+	// memory mappings, and every page it wrote or read stays resident
+	// until the kernel needs the memory: the process's resident size grows
+	// with the data. Every second the store checks that memory and, over
+	// the bound, asks the kernel to reclaim the pages of the oldest tables
+	// (madvise MADV_PAGEOUT) until it is an eighth below the bound. A later
+	// read of a reclaimed page faults it back in, from the page cache while
+	// the kernel keeps it there, from the disk otherwise. The write-ahead
+	// logs (at most a few memtables) are not counted. Default 256 MiB: a
+	// store's gets, lists and watches run from the recent tables and a few
+	// pages of each older one's index; negative turns the bound off (every
+	// page stays resident until the kernel reclaims it). See
+	// Store.MappedMemory for what it measured and released.
+	MaxMappedResident int64
+
 	// hooks injects faults in tests.
 	hooks *testHooks
 }
@@ -151,6 +169,8 @@ type testHooks struct {
 	// datasync runs before each fdatasync of the store's syncer (group
 	// commits, compactions); a non-nil error is that fdatasync's.
 	datasync func() error
+	// mappedInterval replaces the mapped-memory check's interval.
+	mappedInterval time.Duration
 }
 
 // DefaultOptions returns the default options for a durable store in dir.
@@ -168,6 +188,7 @@ func DefaultOptions(dir string) Options {
 		MinFreeSpace:       DefaultMinFreeSpace,
 		MaxWriteWait:       DefaultMaxWriteWait,
 		RecoveryInterval:   DefaultRecoveryInterval,
+		MaxMappedResident:  DefaultMaxMappedResident,
 	}
 }
 
@@ -241,6 +262,10 @@ func (o Options) WithMaxWriteWait(d time.Duration) Options { o.MaxWriteWait = d;
 // WithRecoveryInterval returns o with RecoveryInterval set. Default 1 second.
 func (o Options) WithRecoveryInterval(d time.Duration) Options { o.RecoveryInterval = d; return o }
 
+// WithMaxMappedResident returns o with MaxMappedResident set. Default 256
+// MiB; negative turns the bound off.
+func (o Options) WithMaxMappedResident(n int64) Options { o.MaxMappedResident = n; return o }
+
 // withDefaults fills zero fields with defaults and validates the result.
 func (o Options) withDefaults() (Options, error) {
 	def := DefaultOptions(o.Dir)
@@ -276,6 +301,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.RecoveryInterval == 0 {
 		o.RecoveryInterval = def.RecoveryInterval
+	}
+	if o.MaxMappedResident == 0 {
+		o.MaxMappedResident = def.MaxMappedResident
 	}
 	if o.BlockCacheSize == 0 && o.Compress {
 		o.BlockCacheSize = DefaultBlockCacheSize

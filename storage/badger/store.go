@@ -116,8 +116,9 @@ type Store struct {
 	batches, batchedWrites atomic.Int64
 
 	hub     hub
-	counts  countCache  // remaining-key counts of paged lists
-	backups backupState // pins of running backups (backup.go)
+	counts  countCache     // remaining-key counts of paged lists
+	trim    *mappedTrimmer // nil when the mapped-memory bound is off (mapped.go)
+	backups backupState    // pins of running backups (backup.go)
 
 	closing chan struct{} // closed when Close starts
 	seqDone chan struct{} // closed when the sequencer has stopped
@@ -201,6 +202,9 @@ func Open(opts Options) (*Store, error) {
 	}
 	go s.runSequencer()
 	go s.runCompactor()
+	if s.trim = newMappedTrimmer(opts); s.trim != nil {
+		go s.trim.run(s.closing)
+	}
 	s.log.Info("storage opened", "dir", opts.Dir, "inMemory", opts.InMemory,
 		"revision", s.current.Load(), "compacted", s.compacted.Load())
 	if guard != nil {
@@ -380,6 +384,9 @@ func (s *Store) close() error {
 	close(s.closing)
 	<-s.seqDone
 	<-s.bgDone
+	if s.trim != nil {
+		<-s.trim.done
+	}
 	s.ops.Wait()
 	var err error
 	if s.guard != nil {
