@@ -13,8 +13,8 @@
 #   pages     the first 40 pages (limit=500) of /api/v1/configmaps
 #   ns_pages  40 pages (limit=500) of the oldest fill namespace, walked again
 #             from the start when it has fewer
-#             (pages: ms_per_page without the TLS handshake, srv_cpu_ms_per_page
-#             with it: curl opens one connection a page)
+#             (ms_per_page and srv_cpu_ms_per_page over one kept-alive
+#             connection, bench/watchload -walk)
 #   list      a full list of all configmaps: seconds, MB, server CPU
 #   memory    the server while 1,000 watchers (bench/watchload -hold) are
 #             connected and the steps above run: idle before they connect,
@@ -74,24 +74,15 @@ kbline() {
     '{step: $step, stage: $stage, objects: $objects, ok: .ok} + (.metrics | {ops, errors, ops_per_s,
       srv_cpu_ms_per_op, p50_ms, p99_ms, srv_peak_mb}) + (if .error then {error: .error} else {} end)'
 }
-# walk PATH PAGES STEP [cycle]: PAGES pages (limit=500) of PATH, one curl a
-# page; with cycle the walk starts over at the end until it has PAGES pages
+# walk PATH PAGES STEP [cycle]: PAGES pages (limit=500) of PATH over one
+# kept-alive connection (bench/watchload -walk); with cycle the walk starts
+# over at the end until it has PAGES pages
 walk() {
-  local path=$1 max=$2 cont="" pages=0 t=0 bytes=0 c0 c1 s b
-  c0=$(cpu)
-  while ((pages < max)); do
-    read -r s b < <(fetch "$path&continue=$(jq -rn --arg c "$cont" '$c|@uri')" "$DIR/page.json")
-    t=$(awk -v a="$t" -v b="$s" 'BEGIN {printf "%.6f", a + b}')
-    bytes=$((bytes + b))
-    pages=$((pages + 1))
-    cont=$(head -c 4000 "$DIR/page.json" | grep -o '"continue": *"[^"]*"' | cut -d'"' -f4 || true)
-    [[ -n "$cont" || -n "${4:-}" ]] || break
-  done
-  c1=$(cpu)
-  jq -nc --arg step "$3" --argjson stage "$stage" --argjson objects "$objects" --argjson pages "$pages" \
-    --argjson t "$t" --argjson cpu "$(cpu_s "$c0" "$c1")" --argjson bytes "$bytes" \
-    '{step: $step, stage: $stage, objects: $objects, pages: $pages, ms_per_page: ($t * 1000 / $pages * 100 | round / 100),
-      srv_cpu_ms_per_page: ($cpu * 1000 / $pages * 100 | round / 100), mb: ($bytes / 1048576 * 10 | round / 10)}'
+  local flags=()
+  [[ -z "${4:-}" ]] || flags=(-cycle)
+  "$WATCHLOAD" -kubeconfig "$DIR/kubeconfig" -pid "$(pid)" -walk "$1" -pages "$2" "${flags[@]}" |
+    jq -c --arg step "$3" --argjson stage "$stage" --argjson objects "$objects" \
+      '{step: $step, stage: $stage, objects: $objects} + .'
 }
 
 "$HERE/kapi-up.sh" "$DIR" >/dev/null

@@ -73,7 +73,24 @@ func main() {
 	flag.BoolVar(&cf.hold, "hold", false, "write until SIGINT/SIGTERM (or -writes), then check and leave")
 	flag.StringVar(&cf.readyFile, "ready-file", "", "created once every watcher is connected")
 	flag.BoolVar(&cf.cleanup, "cleanup", true, "delete the objects written, after the leave check")
+	walk := flag.String("walk", "", "instead of watching: read -pages pages of this list path (with its limit) over one connection and report the time and server CPU per page")
+	pages := flag.Int("pages", 40, "pages read by -walk")
+	cycle := flag.Bool("cycle", false, "with -walk: start over at the end of the list until -pages pages are read")
 	flag.Parse()
+	if *walk != "" {
+		ep, err := readKubeconfig(cf.kubeconfig, cf.insecure)
+		var out map[string]any
+		if err == nil {
+			out, err = walkPages(context.Background(), ep, *walk, *pages, cf.pid, *cycle)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "watchload -walk:", err)
+			os.Exit(1)
+		}
+		b, _ := json.Marshal(out)
+		fmt.Println(string(b))
+		return
+	}
 	if cf.kubeconfig == "" || cf.watchers < 1 || cf.writers < 1 || cf.writes < 1 || cf.objects < 1 || cf.rate <= 0 {
 		fmt.Fprintln(os.Stderr, "watchload: -kubeconfig is required; -watchers, -writers, -writes, -objects and -rate must be positive")
 		flag.Usage()

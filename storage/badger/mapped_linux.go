@@ -63,7 +63,7 @@ type mappedTrimmer struct {
 const (
 	// mappedFullEvery is how many checks may rely on the statm estimate
 	// before an exact pass refreshes it.
-	mappedFullEvery = 30
+	mappedFullEvery = 300
 	// pagemapChunk is the number of pages whose entries are read at once.
 	pagemapChunk = 1 << 15
 )
@@ -90,7 +90,7 @@ func newMappedTrimmer(opts Options) *mappedTrimmer {
 		opts.Logger.Warn("the memory-mapped tables' resident memory is not bounded", "error", err)
 		return nil
 	}
-	interval := time.Second
+	interval := 100 * time.Millisecond // statm costs microseconds: a scan is caught within a tenth of a second
 	if opts.hooks != nil && opts.hooks.mappedInterval > 0 {
 		interval = opts.hooks.mappedInterval
 	}

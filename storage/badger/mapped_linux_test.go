@@ -330,7 +330,7 @@ func majorFaults() int64 {
 // file-backed resident memory sampled every 50 ms (mean and peak), the major
 // page faults per read, the CPU time per read (including the trimmer's), and
 // the file-backed resident memory once a check has run after the reads.
-// Run with -benchtime 5s or more: the trimmer checks once a second.
+// The trimmer checks ten times a second.
 func BenchmarkGetMapped(b *testing.B) {
 	const n = 100_000
 	dir := b.TempDir()
