@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 // then "]}". Each item is written as it is (appendItem nil) or as
 // appendItem converts it.
 type jsonListSink struct {
-	sw         *streamWriter
+	w          io.Writer
 	res        *registry.Resource               // the list's, when head is nil
 	head       func(h registry.ListHead) []byte // the list up to its first item
 	appendItem func(dst, item []byte) ([]byte, error)
@@ -29,13 +30,13 @@ func (j *jsonListSink) Begin(h registry.ListHead) error {
 	} else {
 		head = listJSONChunks(j.res, nil, headListMeta(h))[0]
 	}
-	_, err := j.sw.Write(head)
+	_, err := j.w.Write(head)
 	return err
 }
 
 func (j *jsonListSink) Item(item []byte) error {
 	if j.n > 0 {
-		if _, err := j.sw.Write(comma); err != nil {
+		if _, err := j.w.Write(comma); err != nil {
 			return err
 		}
 	}
@@ -47,12 +48,12 @@ func (j *jsonListSink) Item(item []byte) error {
 		}
 		item = j.buf
 	}
-	_, err := j.sw.Write(item)
+	_, err := j.w.Write(item)
 	return err
 }
 
 func (j *jsonListSink) End(registry.ListEnd) error {
-	_, err := j.sw.Write(listEnd)
+	_, err := j.w.Write(listEnd)
 	return err
 }
 
@@ -65,7 +66,7 @@ var (
 // the column definitions in its head, a row per item. It reports false when
 // the request's includeObject or the table's columns do not read, for the
 // buffered path to answer the error.
-func tableListSink(r *http.Request, sw *streamWriter, res *registry.Resource, version string) (registry.ListSink, bool) {
+func tableListSink(r *http.Request, w io.Writer, res *registry.Resource, version string) (registry.ListSink, bool) {
 	include, err := tableInclude(r)
 	if err != nil {
 		return nil, false
@@ -74,7 +75,7 @@ func tableListSink(r *http.Request, sw *streamWriter, res *registry.Resource, ve
 	if err != nil {
 		return nil, false
 	}
-	return &jsonListSink{sw: sw, head: func(h registry.ListHead) []byte {
+	return &jsonListSink{w: w, head: func(h registry.ListHead) []byte {
 		head := make([]byte, 0, 2048)
 		head = append(head, `{"kind":"Table","apiVersion":"`+codec.MetaGroup+"/"...)
 		head = append(head, version...)
@@ -100,8 +101,8 @@ func tableListSink(r *http.Request, sw *streamWriter, res *registry.Resource, ve
 
 // metadataJSONListSink writes a list as a PartialObjectMetadataList of the
 // given meta.k8s.io version: each item's metadata only.
-func metadataJSONListSink(sw *streamWriter, version string) *jsonListSink {
-	return &jsonListSink{sw: sw, head: func(h registry.ListHead) []byte {
+func metadataJSONListSink(w io.Writer, version string) *jsonListSink {
+	return &jsonListSink{w: w, head: func(h registry.ListHead) []byte {
 		head := append([]byte(nil), `{"kind":"PartialObjectMetadataList","apiVersion":`...)
 		head = appendQuotedJSON(head, codec.MetaGroup+"/"+version)
 		head = append(head, `,"metadata":`...)

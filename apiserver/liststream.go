@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"io"
 	"net/http"
 	"strconv"
 
@@ -11,28 +12,33 @@ import (
 
 // Lists are streamed through one entry point, registry.Store.List, into a
 // sink per representation (jsonListSink in listjson.go, protobufListSink in
-// listprotobuf.go), through a streamWriter (streamwriter.go). A
-// whole-collection list (no limit, no continue) is encoded and written as it
-// is read from storage (one page of 500 values at a time) or from the watch
-// cache's state, so the server never holds the list, its items, or a
-// decoded copy of them. Every representation of a list is streamed but YAML
-// and pretty-printed JSON (both rewrite the whole document): JSON, protobuf,
-// Table (JSON) and PartialObjectMetadataList (JSON and protobuf). A page of
-// a paged list is streamed in JSON and protobuf (from storage, its values
-// are read before its first byte, which carries its continue token); Table
-// and PartialObjectMetadata pages are built in memory. See
+// listprotobuf.go, yamlListSink in listyaml.go), through a streamWriter
+// (streamwriter.go). A whole-collection list (no limit, no continue) is
+// encoded and written as it is read from storage (one page of 500 values at
+// a time) or from the watch cache's state, so the server never holds the
+// list, its items, or a decoded copy of them. Every representation of a
+// list is streamed: JSON (pretty-printed too, through an indentWriter),
+// protobuf, YAML, Table (JSON) and PartialObjectMetadataList (JSON and
+// protobuf), but Table and PartialObjectMetadataList in YAML. A page of a
+// paged list is streamed in JSON, YAML and protobuf (from storage, its
+// values are read before its first byte, which carries its continue token);
+// Table and PartialObjectMetadata pages are built in memory. See
 // docs/representations.md.
 
-// streamList serves a list by streaming it: a whole-collection list in every
-// representation but YAML and pretty-printed JSON, a page in JSON and
-// protobuf. It reports false, having done nothing, when the request is not
-// one it streams.
+// streamList serves a list by streaming it (streamsList says which). It
+// reports false, having done nothing, when the request is not one it
+// streams.
 func (s *Server) streamList(w http.ResponseWriter, r *http.Request, st *registry.Store, ns string, c codec.Choice, opts registry.ListOptions) bool {
 	if !s.streamsList(r, c, &opts) {
 		return false
 	}
 	sw := newStreamWriter(w, c.Format.MediaType(), acceptsGzip(r.Header.Values("Accept-Encoding")))
-	sink, ok := s.listSink(r, sw, st.Resource(), c, &opts)
+	var out io.Writer = sw
+	pretty := c.Format == codec.FormatJSON && wantPretty(r, c)
+	if pretty {
+		out = &indentWriter{w: sw}
+	}
+	sink, ok := s.listSink(r, out, st.Resource(), c, &opts)
 	if !ok {
 		sw.release()
 		return false
@@ -41,6 +47,9 @@ func (s *Server) streamList(w http.ResponseWriter, r *http.Request, st *registry
 		defer ps.release()
 	}
 	err := st.List(r.Context(), ns, opts, sink)
+	if err == nil && pretty {
+		_, err = sw.Write(newline) // as the buffered path ends an indented document
+	}
 	if err == nil {
 		err = sw.finish()
 	}
@@ -48,9 +57,11 @@ func (s *Server) streamList(w http.ResponseWriter, r *http.Request, st *registry
 	return true
 }
 
+var newline = []byte{'\n'}
+
 // streamsList says whether streamList streams a list in representation c.
 func (s *Server) streamsList(r *http.Request, c codec.Choice, opts *registry.ListOptions) bool {
-	if s.bufferLists.Load() || c.Format == codec.FormatYAML || (c.Format == codec.FormatJSON && wantPretty(r, c)) {
+	if s.bufferLists.Load() || (c.Format == codec.FormatYAML && c.As != "") {
 		return false
 	}
 	if (opts.Limit > 0 || opts.Continue != "") && c.As != "" {
@@ -64,18 +75,21 @@ func (s *Server) streamsList(r *http.Request, c codec.Choice, opts *registry.Lis
 // the replay of a second pass). It reports false for a representation it
 // does not stream, or a Table it cannot build: the buffered path answers
 // that request.
-func (s *Server) listSink(r *http.Request, sw *streamWriter, res *registry.Resource, c codec.Choice, opts *registry.ListOptions) (registry.ListSink, bool) {
+func (s *Server) listSink(r *http.Request, out io.Writer, res *registry.Resource, c codec.Choice, opts *registry.ListOptions) (registry.ListSink, bool) {
+	sw, _ := out.(*streamWriter) // protobuf is never indented
 	switch {
 	case c.As == "" && c.Format == codec.FormatJSON:
-		return &jsonListSink{sw: sw, res: res}, true
-	case c.As == "" && c.Format == codec.FormatProtobuf:
+		return &jsonListSink{w: out, res: res}, true
+	case c.As == "" && c.Format == codec.FormatYAML:
+		return &yamlListSink{w: out, res: res}, true
+	case c.As == "" && c.Format == codec.FormatProtobuf && sw != nil:
 		opts.Replay = true
 		return s.objectProtobufListSink(sw, res, opts), true
 	case c.As == codec.AsTable && c.Format == codec.FormatJSON:
-		return tableListSink(r, sw, res, c.Version)
+		return tableListSink(r, out, res, c.Version)
 	case c.As == codec.AsPartialObjectMetadataList && c.Format == codec.FormatJSON:
-		return metadataJSONListSink(sw, c.Version), true
-	case c.As == codec.AsPartialObjectMetadataList && c.Format == codec.FormatProtobuf:
+		return metadataJSONListSink(out, c.Version), true
+	case c.As == codec.AsPartialObjectMetadataList && c.Format == codec.FormatProtobuf && sw != nil:
 		opts.Replay = true
 		return s.metadataProtobufListSink(sw, c.Version), true
 	}

@@ -88,9 +88,18 @@ func newStreamTestServer(t *testing.T, stateless bool) (*Server, *faultStore, *h
 	}
 	create := func(ns string, n, size int) {
 		for i := range n {
+			data := map[string]any{"i": fmt.Sprint(i), "pad": strings.Repeat("p<&>", size/4)}
+			if ns == "other" {
+				// Strings YAML and indented JSON treat specially: long lines
+				// with spaces (YAML wraps them), several lines, quotes,
+				// escapes, look-alikes of other types.
+				data["text"] = strings.Repeat("a sentence with spaces and: colons, ", 3+i) + "end"
+				data["lines"] = "first line\n  indented second\n\nlast \"quoted\" \\ \t tab é ✓"
+				data["typed"] = []string{"0123", "true", "null", "", " padded ", "- dash", "{brace}", "[x]"}[i]
+			}
 			obj := registry.Object{
 				"metadata": map[string]any{"name": fmt.Sprintf("%s-%04d", ns, i), "labels": map[string]any{"odd": fmt.Sprint(i%2 == 1)}},
-				"data":     map[string]any{"i": fmt.Sprint(i), "pad": strings.Repeat("p<&>", size/4)},
+				"data":     data,
 			}
 			if _, err := st.Create(context.Background(), ns, obj, registry.WriteOptions{FieldManager: "test"}); err != nil {
 				t.Fatal(err)
@@ -222,8 +231,8 @@ func testListStreamRepresentations(t *testing.T, cacheBytes int, protobufOnly, s
 		cmPath + "?limit=500",
 		cmPath + "?limit=400&labelSelector=odd%3Dtrue",
 	}
-	accepts := []string{"application/json", pb, table, table, table, pomV1, pomPB, pomB1}
-	queries := []string{"", "", "", "includeObject=None", "includeObject=Object", "", "", ""}
+	accepts := []string{"application/json", pb, table, table, table, pomV1, pomPB, pomB1, "application/yaml", "application/json", table, pomV1}
+	queries := []string{"", "", "", "includeObject=None", "includeObject=Object", "", "", "", "", "pretty=true", "pretty=true", "pretty=true"}
 	if protobufOnly {
 		accepts, queries = []string{pb}, []string{""}
 	}
@@ -327,8 +336,7 @@ func testListStreamRepresentations(t *testing.T, cacheBytes int, protobufOnly, s
 			}
 		}
 	}
-	// Small pages go out whole, YAML is not streamed; errors before the
-	// first byte are a Status.
+	// Small pages go out whole; errors before the first byte are a Status.
 	resp, body, _ := get(t, ts, cmPath+"?limit=5", "application/json", "")
 	if resp.Header.Get("Content-Length") == "" || !bytes.Contains(body, []byte(`"continue":"`)) {
 		t.Fatalf("paged list: %s", body)

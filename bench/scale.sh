@@ -62,7 +62,7 @@ emit() { tee -a "$OUT"; }
 # fetch PATH FILE -> "seconds_without_handshake bytes"
 fetch() {
   curl -sk -A kapi-scale -o "$2" -w '%{time_total} %{time_appconnect} %{size_download}' \
-    -H "Authorization: Bearer $(token)" "$(server)$1" | awk '{printf "%.6f %d\n", $1 - $2, $3}'
+    -H "Authorization: Bearer $(token)" "$(server)$1" | awk '{printf "%.6f %.0f\n", $1 - $2, $3}'
 }
 kb() { # kbench with the run's defaults; JSON lines on stdout
   "$KBENCH" --kubeconfig "$DIR/kubeconfig" --pids "$DIR/pids" --no-table --size 2048 \
