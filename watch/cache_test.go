@@ -641,3 +641,34 @@ func TestWatchRefusesIncomparableEncoder(t *testing.T) {
 		t.Fatalf("watch with an incomparable encoder: %v", err)
 	}
 }
+
+// Without a state, a watch's initial events come from a storage snapshot a
+// page at a time: the watcher holds one page, and changes made while it
+// sends them follow the last page.
+func TestInitialEventsFromStoragePaged(t *testing.T) {
+	e := newEnv(t, Settings{StateBytes: -1})
+	const n = 2*listPageSize + 500
+	for i := range n {
+		e.put(fmt.Sprintf("%s%05d", testPrefix, i), "v")
+	}
+	e.waitCaughtUp()
+	w, err := e.cache.Watch(context.Background(), Options{Prefix: []byte(testPrefix), Initial: true, InitialEventsEnd: true, Encoder: e.enc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	if len(w.initial) > listPageSize || w.initialNext == nil {
+		t.Fatalf("the watcher starts with %d objects and next page %q; want one page", len(w.initial), w.initialNext)
+	}
+	e.put(testPrefix+"00007", "changed") // after the snapshot, before its events are read
+	r := read(w)
+	for i := range n {
+		if ev := r.next(t); ev.typ != "ADDED" || ev.key != fmt.Sprintf("%s%05d", testPrefix, i) || ev.value != "v" {
+			t.Fatalf("initial event %d: %v", i, ev)
+		}
+	}
+	if ev := r.next(t); ev.typ != "BOOKMARK" || ev.value != "true" {
+		t.Fatalf("got %v, want the initial-events-end bookmark", ev)
+	}
+	r.expect(t, "MODIFIED /t/00007 changed")
+}

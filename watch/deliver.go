@@ -11,7 +11,20 @@ import (
 // bookmark after the last one.
 func (w *Watcher) appendInitial(dst []byte) []byte {
 	n := 0
-	for len(w.initial) > 0 && n < maxBatchEvents && len(dst) < maxBatchBytes {
+	for n < maxBatchEvents && len(dst) < maxBatchBytes {
+		if len(w.initial) == 0 {
+			if w.initialNext == nil {
+				break
+			}
+			// The next page of a storage snapshot, at the same revision.
+			objs, next, _, err := w.c.initialPage(w.ctx, w.prefix, w.initialNext, w.initialRev)
+			if err != nil {
+				w.initial, w.initialNext, w.fail = nil, nil, err
+				return dst
+			}
+			w.initial, w.initialNext = objs, next
+			continue
+		}
 		o := w.initial[0]
 		w.initial[0] = nil
 		w.initial = w.initial[1:]
@@ -25,7 +38,7 @@ func (w *Watcher) appendInitial(dst []byte) []byte {
 		}
 		n++
 	}
-	if len(w.initial) > 0 {
+	if len(w.initial) > 0 || w.initialNext != nil {
 		return dst
 	}
 	w.initial = nil

@@ -77,6 +77,7 @@ type Watcher struct {
 
 	// Owned by the consumer (the caller of Next).
 	initial      []*Object // initial objects not yet sent
+	initialNext  []byte    // from storage: the key of the next page of initial objects, nil after the last
 	initialRev   int64     // the revision of the initial state
 	initialEnd   bool      // the initial-events-end bookmark is still to send
 	pos          int64     // every change up to pos has been handled
@@ -275,7 +276,7 @@ func (w *Watcher) Next(dst []byte) ([]byte, error) {
 			continue
 		}
 		n := len(dst)
-		if w.initial != nil || w.initialEnd {
+		if w.initial != nil || w.initialNext != nil || w.initialEnd {
 			dst = w.appendInitial(dst)
 			if len(dst) > n || w.fail != nil {
 				return dst, nil
@@ -316,7 +317,7 @@ func (w *Watcher) Next(dst []byte) ([]byte, error) {
 
 func (w *Watcher) finish(err error) {
 	w.err = err
-	w.initial, w.initialEnd, w.taken = nil, false, nil
+	w.initial, w.initialNext, w.initialEnd, w.taken = nil, nil, false, nil
 	if w.feedCancel != nil {
 		w.feedCancel()
 		w.feed, w.feedCancel, w.pending = nil, nil, nil

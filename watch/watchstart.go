@@ -71,24 +71,13 @@ func (c *Cache) startFromState(w *Watcher) (bool, error) {
 }
 
 // startFromSnapshot starts w with a storage snapshot at the latest revision,
-// which must be at least minRev.
+// which must be at least minRev. Only its first page is read here; the
+// watcher reads the next ones as it sends them (nextInitialPage), so that a
+// watch of a collection larger than memory holds one page at a time.
 func (c *Cache) startFromSnapshot(ctx context.Context, w *Watcher, minRev int64) error {
-	var objs []*Object
-	var rev int64
-	var start []byte
-	for {
-		page, err := c.cfg.Storage.List(ctx, storage.ListOptions{Prefix: w.prefix, StartKey: start, Revision: rev, Limit: listPageSize})
-		if err != nil {
-			return err
-		}
-		rev = page.Revision
-		for _, kv := range page.Items {
-			objs = append(objs, &Object{Key: kv.Key, Value: kv.Value, Revision: kv.Revision})
-		}
-		if !page.More {
-			break
-		}
-		start = page.NextKey
+	objs, next, rev, err := c.initialPage(ctx, w.prefix, nil, 0)
+	if err != nil {
+		return err
 	}
 	if rev < minRev {
 		return &storage.FutureRevisionError{Requested: minRev, Current: rev}
@@ -101,8 +90,30 @@ func (c *Cache) startFromSnapshot(ctx context.Context, w *Watcher, minRev int64)
 	w.pos, w.from, w.initialRev = rev, rev, rev
 	c.watchers[w] = struct{}{}
 	c.mu.Unlock()
-	w.initial = objs
+	w.initial, w.initialNext = objs, next
+	if objs == nil {
+		w.initial = []*Object{}
+	}
 	return nil
+}
+
+// initialPage reads a page of initial objects under prefix from start at
+// revision rev (0: the latest) and returns them with the key of the next
+// page (nil after the last) and the page's revision.
+func (c *Cache) initialPage(ctx context.Context, prefix, start []byte, rev int64) ([]*Object, []byte, int64, error) {
+	page, err := c.cfg.Storage.List(ctx, storage.ListOptions{Prefix: prefix, StartKey: start, Revision: rev, Limit: listPageSize})
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	objs := make([]*Object, 0, len(page.Items))
+	for _, kv := range page.Items {
+		objs = append(objs, &Object{Key: kv.Key, Value: kv.Value, Revision: kv.Revision})
+	}
+	var next []byte
+	if page.More {
+		next = page.NextKey
+	}
+	return objs, next, page.Revision, nil
 }
 
 // startFrom starts w with the changes after rev (0: the cache's revision),
