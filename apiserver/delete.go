@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/codec"
 	"github.com/kapi-dev/kapi/meta"
 )
 
@@ -43,10 +44,19 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request, st *regist
 
 // handleDeleteCollection deletes every object of the collection that matches
 // the selectors and answers the list of deleted objects, as kube-apiserver.
+// In JSON and YAML the objects are deleted as they are listed (one snapshot,
+// read a page at a time) and the answer is streamed as they go, so that the
+// server never holds the collection; other representations are built in
+// memory.
 func (s *Server) handleDeleteCollection(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo) {
 	opts, err := s.deleteOptions(r)
 	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	if c, ok := codec.Choose(r.Header.Get("Accept"), func(c codec.Choice) bool { return c.As == "" }); ok &&
+		(c.Format == codec.FormatJSON || c.Format == codec.FormatYAML) {
+		s.streamDeleteCollection(w, r, st, info.Namespace, opts, c)
 		return
 	}
 	var list registry.ListResult
@@ -61,6 +71,59 @@ func (s *Server) handleDeleteCollection(w http.ResponseWriter, r *http.Request, 
 	}
 	s.writeRaw(w, r, http.StatusOK, deletedListJSON(st.Resource(), list.ResourceVersion, deleted))
 }
+
+// streamDeleteCollection serves a deletecollection in JSON or YAML (c): the
+// listed objects go through a deletingSink into the list sink of c. As for a
+// streamed list, an error after the first bytes went out cuts the answer
+// short.
+func (s *Server) streamDeleteCollection(w http.ResponseWriter, r *http.Request, st *registry.Store, ns string, opts registry.DeleteOptions, c codec.Choice) {
+	lq, err := s.listOptions(queryOf(r), st)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	lo := lq.opts
+	lo.Limit, lo.Continue, lo.KeepItems = 0, "", false
+	sw := newStreamWriter(w, c.Format.MediaType(), acceptsGzip(r.Header.Values("Accept-Encoding")))
+	var out io.Writer = sw
+	pretty := c.Format == codec.FormatJSON && wantPretty(r, c)
+	if pretty {
+		out = &indentWriter{w: sw}
+	}
+	var sink registry.ListSink = &jsonListSink{w: out, res: st.Resource()}
+	if c.Format == codec.FormatYAML {
+		sink = &yamlListSink{w: out, res: st.Resource()}
+	}
+	err = st.List(r.Context(), ns, lo, &deletingSink{ctx: r.Context(), st: st, opts: opts, out: sink})
+	if err == nil && pretty {
+		_, err = sw.Write(newline)
+	}
+	if err == nil {
+		err = sw.finish()
+	}
+	s.endStreamedList(w, r, sw, err)
+}
+
+// deletingSink deletes each object of a list and hands the object as deleted
+// to out; one deleted meanwhile is left out.
+type deletingSink struct {
+	ctx  context.Context
+	st   *registry.Store
+	opts registry.DeleteOptions
+	out  registry.ListSink
+}
+
+func (d *deletingSink) Begin(h registry.ListHead) error { return d.out.Begin(h) }
+
+func (d *deletingSink) Item(item []byte) error {
+	out, err := deleteItem(d.ctx, d.st, item, d.opts)
+	if err != nil || out == nil {
+		return err
+	}
+	return d.out.Item(out)
+}
+
+func (d *deletingSink) End(e registry.ListEnd) error { return d.out.End(e) }
 
 // listToDelete lists, whole, the objects of namespace ns that a
 // deletecollection's selectors pick.
@@ -79,25 +142,37 @@ func (s *Server) listToDelete(r *http.Request, st *registry.Store, ns string, li
 func deleteListed(ctx context.Context, st *registry.Store, items [][]byte, opts registry.DeleteOptions) ([][]byte, error) {
 	var deleted [][]byte
 	for _, raw := range items {
-		var head struct {
-			Metadata struct {
-				Name      string `json:"name"`
-				Namespace string `json:"namespace"`
-			} `json:"metadata"`
-		}
-		if err := json.Unmarshal(raw, &head); err != nil {
-			return nil, meta.NewInternalError(err)
-		}
-		out, err := st.Delete(ctx, head.Metadata.Namespace, head.Metadata.Name, opts)
-		if meta.ReasonOf(err) == meta.StatusReasonNotFound {
-			continue // deleted meanwhile
-		}
+		out, err := deleteItem(ctx, st, raw, opts)
 		if err != nil {
 			return nil, err
 		}
-		deleted = append(deleted, out.JSON)
+		if out != nil {
+			deleted = append(deleted, out)
+		}
 	}
 	return deleted, nil
+}
+
+// deleteItem deletes the listed object raw and returns it as deleted, or nil
+// when it was deleted meanwhile.
+func deleteItem(ctx context.Context, st *registry.Store, raw []byte, opts registry.DeleteOptions) ([]byte, error) {
+	var head struct {
+		Metadata struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return nil, meta.NewInternalError(err)
+	}
+	out, err := st.Delete(ctx, head.Metadata.Namespace, head.Metadata.Name, opts)
+	if meta.ReasonOf(err) == meta.StatusReasonNotFound {
+		return nil, nil // deleted meanwhile
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out.JSON, nil
 }
 
 // deletedListJSON is the answer to a deletecollection: a list of res's kind

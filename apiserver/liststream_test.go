@@ -117,7 +117,13 @@ func newStreamTestServer(t *testing.T, stateless bool) (*Server, *faultStore, *h
 // test sees the encoding.
 func get(t *testing.T, ts *httptest.Server, path, accept, encoding string) (*http.Response, []byte, error) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", ts.URL+path, nil)
+	return roundTrip(t, ts, "GET", path, accept, encoding)
+}
+
+// roundTrip sends one bodiless request, without decompressing the answer.
+func roundTrip(t *testing.T, ts *httptest.Server, method, path, accept, encoding string) (*http.Response, []byte, error) {
+	t.Helper()
+	req, _ := http.NewRequest(method, ts.URL+path, nil)
 	req.Header.Set("Accept", accept)
 	if encoding != "" {
 		req.Header.Set("Accept-Encoding", encoding)
