@@ -191,6 +191,17 @@ func (b *Budget) readmit(s *share, n int64) bool {
 	return true
 }
 
+// release takes s out of the budget without counting a drop: its cache has
+// no state (a list that built none, or replaced one brought back meanwhile).
+func (b *Budget) release(s *share) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s.kept {
+		b.used -= s.bytes
+		s.bytes, s.kept = 0, false
+	}
+}
+
 // dropped reports whether s is still dropped since drop number gen.
 func (b *Budget) dropped(s *share, gen uint64) bool {
 	b.mu.Lock()

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -103,6 +104,9 @@ func (e *budgetEnv) checkAccounts() {
 		}
 		if c.state != nil && !c.share.kept {
 			e.t.Errorf("%s: keeps a state its budget dropped", p)
+		}
+		if c.state == nil && c.share.kept {
+			e.t.Errorf("%s: kept by its budget (%d bytes) without a state", p, c.share.bytes)
 		}
 		sum += c.share.bytes
 		e.budget.mu.Unlock()
@@ -245,5 +249,74 @@ func TestBudgetConcurrent(t *testing.T) {
 	e.checkAccounts()
 	if st := e.budget.Stats(); st.Drops == 0 {
 		t.Fatalf("budget %+v: the load was meant to exceed it", st)
+	}
+}
+
+// A relist charges the new state alone: a state over half the budget
+// survives it (the old one is given back first).
+func TestBudgetRelistKeepsALargeState(t *testing.T) {
+	fs := &failingStore{Store: newEnv(t, Settings{}).st}
+	e := newEnvOn(t, fs, Settings{StateBytes: 3000})
+	for i := range 8 {
+		e.put(fmt.Sprintf("%s%d", testPrefix, i), strings.Repeat("v", 100)) // 8 × 233 bytes
+	}
+	e.waitCaughtUp()
+	if st := e.cache.Stats(); st.StateObjects != 8 {
+		t.Fatalf("stats %+v: want the state kept", st)
+	}
+	var inject chan storage.Event
+	waitFor(t, "the cache's storage watch", func() bool {
+		fs.mu.Lock()
+		defer fs.mu.Unlock()
+		inject = fs.inject
+		return inject != nil
+	})
+	inject <- storage.Event{Type: storage.EventError, Err: &storage.CompactedError{Requested: 1, Oldest: 2}}
+	waitFor(t, "the second list", func() bool { return e.cache.Stats().ListsCompleted == 2 })
+	if st, b := e.cache.Stats(), e.cache.budget.Stats(); st.StateObjects != 8 || b.Used != st.StateBytes || b.Drops != 0 {
+		t.Fatalf("after the relist: stats %+v, budget %+v", st, b)
+	}
+}
+
+// blockingStore blocks every list that continues a previous page until the
+// list's context ends.
+type blockingStore struct{ storage.Store }
+
+func (s blockingStore) List(ctx context.Context, opts storage.ListOptions) (storage.ListResult, error) {
+	if opts.StartKey != nil && opts.Limit == listPageSize {
+		<-ctx.Done()
+		return storage.ListResult{}, ctx.Err()
+	}
+	return s.Store.List(ctx, opts)
+}
+
+// A watch stopped while it reads a page of its initial events ends as any
+// stopped watch does, without an Error event.
+func TestInitialPageStoppedIsNoError(t *testing.T) {
+	base := newEnv(t, Settings{}).st
+	e := newEnvOn(t, blockingStore{base}, Settings{StateBytes: -1})
+	for i := range listPageSize + 200 {
+		e.put(fmt.Sprintf("%s%05d", testPrefix, i), "v")
+	}
+	e.waitCaughtUp()
+	w, err := e.cache.Watch(context.Background(), Options{Prefix: []byte(testPrefix), Initial: true, Encoder: e.enc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := read(w)
+	for range listPageSize {
+		if ev := r.next(t); ev.typ != "ADDED" {
+			t.Fatalf("got %v, want ADDED", ev)
+		}
+	}
+	time.Sleep(20 * time.Millisecond) // the reader waits for the second page
+	w.Stop()
+	if err := r.ended(t); !errors.Is(err, ErrEnded) {
+		t.Fatalf("ended with %v, want ErrEnded", err)
+	}
+	select {
+	case ev := <-r.ch:
+		t.Fatalf("an event after the first page: %v", ev)
+	default:
 	}
 }

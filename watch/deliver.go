@@ -13,13 +13,16 @@ func (w *Watcher) appendInitial(dst []byte) []byte {
 	n := 0
 	for n < maxBatchEvents && len(dst) < maxBatchBytes {
 		if len(w.initial) == 0 {
-			if w.initialNext == nil {
-				break
+			if w.initialNext == nil || n > 0 {
+				break // the events so far go out before the next page is read
 			}
 			// The next page of a storage snapshot, at the same revision.
 			objs, next, _, err := w.c.initialPage(w.ctx, w.prefix, w.initialNext, w.initialRev)
 			if err != nil {
-				w.initial, w.initialNext, w.fail = nil, nil, err
+				w.initial, w.initialNext = nil, nil
+				if w.ctx.Err() == nil { // a watch that ends is no error (Next ends it)
+					w.fail = err
+				}
 				return dst
 			}
 			w.initial, w.initialNext = objs, next

@@ -71,6 +71,16 @@ func (c *Cache) shutdown(err error) {
 // the continuity of every watcher.
 func (c *Cache) list() error {
 	st := c.cfg.Storage
+	c.mu.Lock()
+	if c.state != nil {
+		// A relist: the old state goes now (its watchers are about to end),
+		// so that the new one is charged alone.
+		c.budget.shrink(c.share, c.stateBytes.Load()+c.encBytes.Load())
+		c.state, c.snap, c.retained = nil, nil, nil
+		c.stateBytes.Store(0)
+		c.encBytes.Store(0)
+	}
+	c.mu.Unlock()
 	var state *stateTree
 	if c.budget.keeps(c.share) {
 		state = newStateTree()
@@ -98,7 +108,7 @@ func (c *Cache) list() error {
 			size += n
 			if !c.budget.grow(c.share, n) {
 				c.mu.Lock()
-				c.dropStateLocked(size + c.stateBytes.Load() + c.encBytes.Load())
+				c.dropStateLocked(size)
 				c.mu.Unlock()
 				state, size = nil, 0
 			}
@@ -128,7 +138,18 @@ func (c *Cache) list() error {
 	c.window.reset()
 	c.windowBytes = 0
 	if c.state != nil {
+		// Brought back while this list ran: the list replaces it.
 		c.budget.shrink(c.share, c.stateBytes.Load()+c.encBytes.Load())
+	}
+	if state != nil && !c.budget.keeps(c.share) {
+		// The budget took the share back for another state after the last
+		// page: the list was charged and released, never installed.
+		c.estimate = size
+		c.readmitAt.Store(time.Now().UnixNano())
+		state, size = nil, 0
+	}
+	if state == nil {
+		c.budget.release(c.share) // a share without a state can be brought back
 	}
 	c.state = state
 	c.stateBytes.Store(size)

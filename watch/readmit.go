@@ -12,6 +12,7 @@ import (
 func (c *Cache) readmitSoon() {
 	if c.err != nil || c.budget.limit < 0 ||
 		time.Now().UnixNano()-c.readmitAt.Load() < int64(c.cfg.ReadmitInterval) ||
+		c.budget.keeps(c.share) || // no state yet, but one is being listed
 		c.budget.room() < c.estimate || !c.readmitting.CompareAndSwap(false, true) {
 		return
 	}
@@ -26,6 +27,9 @@ func (c *Cache) readmitSoon() {
 // revision (the next attempt starts over).
 func (c *Cache) readmit() {
 	defer c.readmitting.Store(false)
+	c.mu.RLock()
+	lists := c.lists
+	c.mu.RUnlock()
 	rev := c.rev.Load()
 	room := c.budget.room()
 	state := newStateTree()
@@ -57,7 +61,7 @@ func (c *Cache) readmit() {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.err != nil || c.state != nil || c.oldest > rev {
+	if c.err != nil || c.state != nil || c.lists != lists || c.oldest > rev {
 		return
 	}
 	for i := range c.window.len() {
@@ -80,6 +84,7 @@ func (c *Cache) readmit() {
 		c.estimate = size
 		return
 	}
+	c.share.touch() // the read that asked for it: not the coldest at once
 	c.state, c.snap, c.retained = state, nil, nil
 	c.stateBytes.Store(size)
 	c.encBytes.Store(0)
