@@ -6,7 +6,8 @@
 //
 //   - the current state: the latest version of every object, so that reads at
 //     "any" resourceVersion and the synthetic ADDED events that start a watch
-//     come from memory (bounded by Settings.StateBytes);
+//     come from memory, within a memory budget that several caches may share
+//     (Budget);
 //   - a window of recent events (bounded by count, age and bytes), so that a
 //     watch resuming from a recent revision replays from memory;
 //   - its watchers. Each event is handed to every synced watcher whose prefix
@@ -244,8 +245,7 @@ func (c *Cache) List(ctx context.Context, prefix []byte) (objs []*Object, rev in
 // named tag (a representation: "protobuf"), made by enc. The object keeps
 // it for the next callers (it never changes: an object is one version)
 // while the budget holds it without dropping a state; past that, enc runs
-// every time. The bytes
-// are shared: do not modify them.
+// every time. The bytes are shared: do not modify them.
 func (c *Cache) Encoding(o *Object, tag string, enc func(o *Object) ([]byte, error)) ([]byte, error) {
 	if b, ok := o.keptEncoding(tag); ok {
 		return b, nil

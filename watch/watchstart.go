@@ -72,7 +72,7 @@ func (c *Cache) startFromState(w *Watcher) (bool, error) {
 
 // startFromSnapshot starts w with a storage snapshot at the latest revision,
 // which must be at least minRev. Only its first page is read here; the
-// watcher reads the next ones as it sends them (nextInitialPage), so that a
+// watcher reads the next ones as it sends them (appendInitial), so that a
 // watch of a collection larger than memory holds one page at a time.
 func (c *Cache) startFromSnapshot(ctx context.Context, w *Watcher, minRev int64) error {
 	objs, next, rev, err := c.initialPage(ctx, w.prefix, nil, 0)
