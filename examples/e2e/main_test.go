@@ -63,8 +63,9 @@ func run(m *testing.M) int {
 
 	// The servers are built with the race detector when the tests are, so that
 	// a data race inside them under real client traffic fails the test that
-	// caused it. One go build links both, in parallel, into dir.
-	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	// caused it. One go build links both, in parallel, into dir; the
+	// quickstart with its etcd backend (-tags etcd), which the etcd tests use.
+	args := []string{"build", "-tags", "etcd", "-o", dir + string(filepath.Separator)}
 	if raceEnabled {
 		args = append(args, "-race")
 	}

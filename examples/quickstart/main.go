@@ -11,9 +11,9 @@
 //	go run ./examples/quickstart
 //	kubectl --kubeconfig ./data/kubeconfig get widgets
 //
-// With --etcd-endpoints it keeps objects in etcd instead, and several
-// servers over the same etcd and --etcd-prefix serve one API (see
-// docs/scaling.md). Subcommands back up a running server and restore a
+// Built with -tags etcd and run with --etcd-endpoints, it keeps objects in
+// etcd instead, and several servers over the same etcd and --etcd-prefix
+// serve one API (see docs/scaling.md). Subcommands back up a running server and restore a
 // backup (backup.go, docs/operations.md#backups).
 package main
 
@@ -42,7 +42,6 @@ import (
 	"github.com/kapi-dev/kapi/apiserver/auth"
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/storage/badger"
-	"github.com/kapi-dev/kapi/storage/etcd"
 )
 
 func main() {
@@ -81,7 +80,7 @@ func parseFlags() options {
 	flag.DurationVar(&o.history, "history-window", 10*time.Minute, "how long change history (watch resumption, continue tokens) is kept")
 	flag.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	flag.StringVar(&o.storage.etcdEndpoints, "etcd-endpoints", "", "comma-separated etcd client URLs: keep objects in etcd instead of Badger (several servers over one etcd and prefix serve one API)")
-	flag.StringVar(&o.storage.etcdPrefix, "etcd-prefix", etcd.DefaultPrefix, "key prefix in etcd (one per API sharing an etcd cluster)")
+	flag.StringVar(&o.storage.etcdPrefix, "etcd-prefix", defaultEtcdPrefix, "key prefix in etcd (one per API sharing an etcd cluster)")
 	flag.StringVar(&o.storage.etcdCA, "etcd-cafile", "", "CA certificates that sign etcd's server certificates (default: the system's)")
 	flag.StringVar(&o.storage.etcdCert, "etcd-certfile", "", "client certificate for etcd (with --etcd-keyfile)")
 	flag.StringVar(&o.storage.etcdKey, "etcd-keyfile", "", "client key for etcd")

@@ -14,7 +14,6 @@ import (
 	"github.com/kapi-dev/kapi/apiserver"
 	"github.com/kapi-dev/kapi/storage"
 	"github.com/kapi-dev/kapi/storage/badger"
-	"github.com/kapi-dev/kapi/storage/etcd"
 )
 
 // storageFlags select and configure the store.
@@ -84,26 +83,5 @@ func openStorage(ctx context.Context, f storageFlags, logger *slog.Logger) (stor
 	if f.inMemory {
 		return nil, nil, errors.New("--in-memory and --etcd-endpoints exclude each other")
 	}
-	var endpoints []string
-	for _, e := range strings.Split(f.etcdEndpoints, ",") {
-		if e = strings.TrimSpace(e); e != "" {
-			endpoints = append(endpoints, e)
-		}
-	}
-	opts := etcd.Options{Endpoints: endpoints, Prefix: f.etcdPrefix, Logger: logger,
-		// History is kept between one and two compaction intervals.
-		CompactionInterval: f.history}
-	if f.etcdCA != "" || f.etcdCert != "" || f.etcdKey != "" {
-		tlsConfig, err := etcd.LoadTLS(f.etcdCA, f.etcdCert, f.etcdKey)
-		if err != nil {
-			return nil, nil, err
-		}
-		opts.TLS = tlsConfig
-	}
-	st, err := etcd.Open(ctx, opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	logger.Info("storing objects in etcd", "endpoints", endpoints, "prefix", st.Prefix())
-	return st, st.Elector(etcd.ElectorOptions{}), nil
+	return openEtcd(ctx, f, logger)
 }
