@@ -220,7 +220,7 @@ func chart(points []point) string {
 	const width, height = 980, 640
 	xmin, xmax := decades(points[0].stage, points[len(points)-1].stage)
 	if xmax < 1e6 {
-		xmax = 1e6 // the target size, so charts of small runs line up
+		xmax = 1e6 // 1,000,000 objects, so that charts of small runs line up
 	}
 	cost := panel{x0: 80, y0: 60, w: 560, h: 220, xmin: xmin, xmax: xmax}
 	cost.ymin, cost.ymax = rangeOf(costSeries, points)
