@@ -264,14 +264,7 @@ func TestBudgetRelistKeepsALargeState(t *testing.T) {
 	if st := e.cache.Stats(); st.StateObjects != 8 {
 		t.Fatalf("stats %+v: want the state kept", st)
 	}
-	var inject chan storage.Event
-	waitFor(t, "the cache's storage watch", func() bool {
-		fs.mu.Lock()
-		defer fs.mu.Unlock()
-		inject = fs.inject
-		return inject != nil
-	})
-	inject <- storage.Event{Type: storage.EventError, Err: &storage.CompactedError{Requested: 1, Oldest: 2}}
+	fs.compact(t)
 	waitFor(t, "the second list", func() bool { return e.cache.Stats().ListsCompleted == 2 })
 	if st, b := e.cache.Stats(), e.cache.budget.Stats(); st.StateObjects != 8 || b.Used != st.StateBytes || b.Drops != 0 {
 		t.Fatalf("after the relist: stats %+v, budget %+v", st, b)
@@ -319,4 +312,33 @@ func TestInitialPageStoppedIsNoError(t *testing.T) {
 		t.Fatalf("an event after the first page: %v", ev)
 	default:
 	}
+}
+
+// A state brought back is read from storage a page at a time: one of
+// several pages comes back whole.
+func TestBudgetReadmitsSeveralPages(t *testing.T) {
+	e := newBudgetEnv(t, 400<<10, "/a/", "/b/")
+	for i := range listPageSize + 500 {
+		e.put(fmt.Sprintf("/b/%05d", i), "v") // about 140 bytes each: 210 KB
+	}
+	e.caughtUp()
+	if !e.kept("/b/") {
+		t.Fatal("b's state is not kept")
+	}
+	time.Sleep(2 * time.Millisecond)
+	e.kept("/a/") // a is read last
+	for i := range 10 {
+		e.put(fmt.Sprintf("/a/%d", i), strings.Repeat("v", 20<<10)) // 200 KB: b, the colder, goes
+	}
+	e.caughtUp()
+	waitFor(t, "b's state to be dropped", func() bool { return e.caches["/b/"].Stats().StateObjects == -1 })
+	for i := range 10 {
+		e.del(fmt.Sprintf("/a/%d", i))
+	}
+	e.caughtUp()
+	waitFor(t, "b's state to come back", func() bool { return e.kept("/b/") })
+	if st := e.caches["/b/"].Stats(); st.StateObjects != listPageSize+500 {
+		t.Fatalf("b came back with %d objects", st.StateObjects)
+	}
+	e.checkAccounts()
 }

@@ -391,6 +391,21 @@ type failingStore struct {
 	inject chan storage.Event
 }
 
+// compact makes the cache's storage watch fail as after a compaction past
+// its revision. The cache may have caught up from its list before its
+// storage watch started: compact waits for the watch.
+func (s *failingStore) compact(t *testing.T) {
+	t.Helper()
+	var inject chan storage.Event
+	waitFor(t, "the cache's storage watch", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		inject = s.inject
+		return inject != nil
+	})
+	inject <- storage.Event{Type: storage.EventError, Err: &storage.CompactedError{Requested: 1, Oldest: 2}}
+}
+
 func (s *failingStore) Watch(ctx context.Context, opts storage.WatchOptions) (<-chan storage.Event, error) {
 	in, err := s.Store.Watch(ctx, opts)
 	if err != nil || string(opts.Prefix) != testPrefix {
@@ -437,16 +452,7 @@ func TestResyncAfterCompaction(t *testing.T) {
 	e.put(testPrefix+"a", "1")
 	e.waitCaughtUp()
 	r := e.watch(Options{})
-	// The cache may have caught up from its list before its storage watch
-	// started: wait for the watch.
-	var inject chan storage.Event
-	waitFor(t, "the cache's storage watch", func() bool {
-		fs.mu.Lock()
-		defer fs.mu.Unlock()
-		inject = fs.inject
-		return inject != nil
-	})
-	inject <- storage.Event{Type: storage.EventError, Err: &storage.CompactedError{Requested: 1, Oldest: 2}}
+	fs.compact(t)
 	if err := r.ended(t); !errors.Is(err, ErrResync) {
 		t.Fatalf("watch ended with %v, want ErrResync", err)
 	}

@@ -2,8 +2,6 @@ package watch
 
 import (
 	"time"
-
-	"github.com/kapi-dev/kapi/storage"
 )
 
 // readmitSoon starts bringing back a dropped state when the budget has room
@@ -34,17 +32,13 @@ func (c *Cache) readmit() {
 	room := c.budget.room()
 	state := newStateTree()
 	var size int64
-	var start []byte
-	for {
-		page, err := c.cfg.Storage.List(c.ctx, storage.ListOptions{
-			Prefix: c.cfg.Prefix, StartKey: start, Revision: rev, Limit: listPageSize,
-		})
+	for start := c.cfg.Prefix; start != nil; {
+		objs, next, _, err := c.initialPage(c.ctx, c.cfg.Prefix, start, rev)
 		if err != nil {
 			c.log.Debug("watch cache: listing to bring the state back failed", "error", err)
 			return
 		}
-		for _, kv := range page.Items {
-			o := &Object{Key: kv.Key, Value: kv.Value, Revision: kv.Revision}
+		for _, o := range objs {
 			state.ReplaceOrInsert(o)
 			size += o.size()
 		}
@@ -54,10 +48,7 @@ func (c *Cache) readmit() {
 			c.mu.Unlock()
 			return
 		}
-		if !page.More {
-			break
-		}
-		start = page.NextKey
+		start = next
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -97,9 +97,10 @@ func (c *Cache) startFromSnapshot(ctx context.Context, w *Watcher, minRev int64)
 	return nil
 }
 
-// initialPage reads a page of initial objects under prefix from start at
-// revision rev (0: the latest) and returns them with the key of the next
-// page (nil after the last) and the page's revision.
+// initialPage reads a page of objects under prefix from start at revision
+// rev (0: the latest) and returns them with the key of the next page (nil
+// after the last) and the page's revision: the pages of a watch's initial
+// events and of a state brought back (readmit).
 func (c *Cache) initialPage(ctx context.Context, prefix, start []byte, rev int64) ([]*Object, []byte, int64, error) {
 	page, err := c.cfg.Storage.List(ctx, storage.ListOptions{Prefix: prefix, StartKey: start, Revision: rev, Limit: listPageSize})
 	if err != nil {
