@@ -44,9 +44,10 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request, st *regist
 
 // handleDeleteCollection deletes every object of the collection that matches
 // the selectors and answers the list of deleted objects, as kube-apiserver.
-// In JSON and YAML the objects are deleted as they are listed (one snapshot,
-// read a page at a time) and the answer is streamed as they go, so that the
-// server never holds the collection; other representations are built in
+// The objects are deleted as they are listed (one snapshot, read a page at
+// a time) and the answer is streamed as they go (protobuf past its buffer
+// through a temporary file, spoolSink), so that the server never holds the
+// collection; a Table or PartialObjectMetadataList answer is built in
 // memory.
 func (s *Server) handleDeleteCollection(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo) {
 	opts, err := s.deleteOptions(r)
@@ -54,8 +55,15 @@ func (s *Server) handleDeleteCollection(w http.ResponseWriter, r *http.Request, 
 		s.writeError(w, r, err)
 		return
 	}
-	if c, ok := codec.Choose(r.Header.Get("Accept"), func(c codec.Choice) bool { return c.As == "" }); ok &&
-		(c.Format == codec.FormatJSON || c.Format == codec.FormatYAML) {
+	// The answer's representation is chosen before anything is deleted: a
+	// request that cannot be answered (406) deletes nothing.
+	p := payload{kind: bodyList, res: st.Resource()}
+	c, err := p.choose(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if c.As == "" {
 		s.streamDeleteCollection(w, r, st, info.Namespace, opts, c)
 		return
 	}
@@ -72,10 +80,10 @@ func (s *Server) handleDeleteCollection(w http.ResponseWriter, r *http.Request, 
 	s.writeRaw(w, r, http.StatusOK, deletedListJSON(st.Resource(), list.ResourceVersion, deleted))
 }
 
-// streamDeleteCollection serves a deletecollection in JSON or YAML (c): the
-// listed objects go through a deletingSink into the list sink of c. As for a
-// streamed list, an error after the first bytes went out cuts the answer
-// short.
+// streamDeleteCollection serves a deletecollection in JSON, YAML or
+// protobuf (c): the listed objects go through a deletingSink into the list
+// sink of c. As for a streamed list, an error after the first bytes went out
+// cuts the answer short.
 func (s *Server) streamDeleteCollection(w http.ResponseWriter, r *http.Request, st *registry.Store, ns string, opts registry.DeleteOptions, c codec.Choice) {
 	lq, err := s.listOptions(queryOf(r), st)
 	if err != nil {
@@ -90,9 +98,19 @@ func (s *Server) streamDeleteCollection(w http.ResponseWriter, r *http.Request, 
 	if pretty {
 		out = &indentWriter{w: sw}
 	}
-	var sink registry.ListSink = &jsonListSink{w: out, res: st.Resource()}
-	if c.Format == codec.FormatYAML {
-		sink = &yamlListSink{w: out, res: st.Resource()}
+	res := st.Resource()
+	var sink registry.ListSink = &jsonListSink{w: out, res: res}
+	switch c.Format {
+	case codec.FormatYAML:
+		sink = &yamlListSink{w: out, res: res}
+	case codec.FormatProtobuf:
+		ps := newProtobufListSink(sw, s.protobufListBuffer, res.APIVersion(), res.ListKind, 1, 2)
+		ps.items = protobufItemEncoding{msg: res.Protobuf, kind: res.ListKind}
+		ps.appendItem = ps.items.transcode
+		defer ps.release()
+		spool := &spoolSink{ps: ps, log: s.log}
+		defer spool.close()
+		sink = spool
 	}
 	err = st.List(r.Context(), ns, lo, &deletingSink{ctx: r.Context(), st: st, opts: opts, out: sink})
 	if err == nil && pretty {
