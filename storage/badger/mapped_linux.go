@@ -53,6 +53,7 @@ type mappedTrimmer struct {
 	buf      []byte // pagemap entries of one chunk
 
 	other     int64 // file-backed resident bytes outside the directory, at the last exact pass
+	stuck     int64 // resident bytes over the bound the last page-out could not release
 	sinceFull int   // checks since the last exact pass; starts at mappedFullEvery, so the first check is one
 	failing   bool  // the last check failed (logged once)
 
@@ -81,6 +82,9 @@ func newMappedTrimmer(opts Options) *mappedTrimmer {
 	dir, err := filepath.Abs(opts.Dir)
 	if err == nil {
 		dir, err = filepath.EvalSymlinks(dir)
+	}
+	if err == nil {
+		err = probePageout()
 	}
 	var pm *os.File
 	if err == nil {
@@ -122,9 +126,6 @@ func (t *mappedTrimmer) run(stop <-chan struct{}) {
 		}
 		err := t.check()
 		switch {
-		case errors.Is(err, errNoPageout):
-			t.log.Warn("the memory-mapped tables' resident memory is not bounded", "error", err)
-			return
 		case err != nil && !t.failing:
 			t.log.Warn("bounding the memory-mapped tables' resident memory failed; retrying", "error", err, "every", t.interval)
 		case err == nil && t.failing:
@@ -160,7 +161,7 @@ func (t *mappedTrimmer) check() error {
 		return err
 	}
 	t.sinceFull++
-	if est := fileRSS - t.other; est <= t.bound && t.sinceFull < mappedFullEvery {
+	if est := fileRSS - t.other; est <= t.bound+t.stuck && t.sinceFull < mappedFullEvery {
 		t.resident.Store(max(est, 0))
 		return nil
 	}
@@ -177,6 +178,7 @@ func (t *mappedTrimmer) check() error {
 		total += maps[i].resident
 	}
 	t.other = max(fileRSS-total, 0)
+	t.stuck = 0
 	if total <= t.bound {
 		t.resident.Store(total)
 		return nil
@@ -203,11 +205,9 @@ func (t *mappedTrimmer) check() error {
 			continue
 		}
 		if err := pageout(m.start, m.end); err != nil {
-			if errors.Is(err, errNoPageout) {
-				t.resident.Store(total)
-				return err
-			}
-			continue // unmapped by Badger meanwhile (ENOMEM): nothing to release
+			// Unmapped by Badger meanwhile (ENOMEM), or a range the kernel
+			// will not page out (EINVAL: locked, huge pages): skip it.
+			continue
 		}
 		after, err := t.residentOf(m)
 		if err != nil {
@@ -216,6 +216,9 @@ func (t *mappedTrimmer) check() error {
 		released += m.resident - after
 		total -= m.resident - after
 	}
+	// What could not be released (pages another process maps, say) does
+	// not make every later check an exact pass: only growth past it does.
+	t.stuck = max(total-t.bound, 0)
 	t.resident.Store(total)
 	t.pagedOut.Add(released)
 	t.pageOuts.Add(1)
@@ -230,13 +233,28 @@ func pageout(start, end uintptr) error {
 	// been unmapped and reused since /proc/self/maps was read, and
 	// MADV_DONTNEED would then zero live memory.
 	_, _, errno := unix.Syscall(unix.SYS_MADVISE, start, end-start, unix.MADV_PAGEOUT)
-	switch errno {
-	case 0:
-		return nil
-	case unix.EINVAL:
-		return errNoPageout
+	if errno != 0 {
+		return errno
 	}
-	return errno
+	return nil
+}
+
+// probePageout reports errNoPageout when the kernel does not know
+// MADV_PAGEOUT, tried on a page of its own: on a table's mapping EINVAL can
+// also mean a range the kernel will not page out.
+func probePageout() error {
+	b, err := unix.Mmap(-1, 0, os.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		return fmt.Errorf("probe madvise(MADV_PAGEOUT): %w", err)
+	}
+	defer unix.Munmap(b)
+	b[0] = 1
+	if err := unix.Madvise(b, unix.MADV_PAGEOUT); errors.Is(err, unix.EINVAL) {
+		return errNoPageout
+	} else if err != nil {
+		return fmt.Errorf("probe madvise(MADV_PAGEOUT): %w", err)
+	}
+	return nil
 }
 
 // fileResident returns the process's file-backed (and shared-memory)
