@@ -36,6 +36,7 @@ func (c *Controllers) runNamespaceController(ctx context.Context) {
 	poke()
 	resync := time.NewTicker(c.cfg.Resync)
 	defer resync.Stop()
+	failures := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -44,17 +45,27 @@ func (c *Controllers) runNamespaceController(ctx context.Context) {
 		case <-resync.C:
 		}
 		pending, err := c.finalizeNamespaces(ctx)
-		if err != nil && ctx.Err() == nil {
+		wait := c.cfg.Retry // objects with finalizers are still going: look again soon
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			// A failed pass is tried again, backing off up to Resync,
+			// rather than left to the next change or resync.
 			c.cfg.Logger.Warn("namespace controller", "err", err)
+			failures++
+			wait = min(c.cfg.Retry<<min(failures-1, 16), c.cfg.Resync)
+		case !pending:
+			failures = 0
+			continue
+		default:
+			failures = 0
 		}
-		if pending {
-			// Objects with finalizers are still going: look again soon.
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(c.cfg.Retry):
-				poke()
-			}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+			poke()
 		}
 	}
 }

@@ -1,12 +1,17 @@
 package controllers_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/meta"
+	"github.com/kapi-dev/kapi/storage"
+	"github.com/kapi-dev/kapi/storage/badger"
 )
 
 func TestNamespaceController(t *testing.T) {
@@ -107,5 +112,42 @@ func TestNamespaceDeletesEventsServedOnlyAsAView(t *testing.T) {
 	eventually(t, "the namespace to go", func() bool { return !exists(t, reg, namespaces, "", "gone") })
 	if exists(t, reg, v1, "gone", "e") {
 		t.Fatal("the event outlived its namespace")
+	}
+}
+
+// failingDeletes fails the first fail deletes of keys containing match.
+type failingDeletes struct {
+	storage.Store
+	match  []byte
+	fail   int64
+	failed atomic.Int64
+}
+
+func (f *failingDeletes) Delete(ctx context.Context, key []byte, expected int64) (storage.KeyValue, int64, error) {
+	if bytes.Contains(key, f.match) && f.failed.Add(1) <= f.fail {
+		return storage.KeyValue{}, 0, errors.New("injected failure")
+	}
+	return f.Store.Delete(ctx, key, expected)
+}
+
+// TestNamespaceRetriesAFailedPass: a pass that fails (a delete here) is
+// tried again soon, backing off, not at the next change or resync (30 s,
+// longer than the wait). Four failures outlast the passes the namespace's
+// own changes trigger.
+func TestNamespaceRetriesAFailedPass(t *testing.T) {
+	mem, err := badger.Open(badger.InMemoryOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mem.Close() })
+	fd := &failingDeletes{Store: mem, match: []byte("/flaky/"), fail: 4}
+	reg := newRegistry(t, fd, true)
+	run(t, reg)
+	create(t, reg, namespaces, "", registry.Object{"metadata": map[string]any{"name": "flaky"}})
+	create(t, reg, configMaps, "flaky", registry.Object{"metadata": map[string]any{"name": "c"}})
+	remove(t, reg, namespaces, "", "flaky", "")
+	eventually(t, "the namespace to go", func() bool { return !exists(t, reg, namespaces, "", "flaky") })
+	if n := fd.failed.Load(); n <= fd.fail {
+		t.Fatalf("%d deletes tried, want more than the %d that fail", n, fd.fail)
 	}
 }
