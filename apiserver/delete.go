@@ -92,7 +92,7 @@ func (s *Server) streamDeleteCollection(w http.ResponseWriter, r *http.Request, 
 	}
 	var sink registry.ListSink = &jsonListSink{w: out, res: st.Resource()}
 	if c.Format == codec.FormatYAML {
-		sink = &yamlListSink{w: out, res: st.Resource()}
+		sink = newYAMLListSink(out, &jsonListSink{res: st.Resource()}, "items")
 	}
 	err = st.List(r.Context(), ns, lo, &deletingSink{ctx: r.Context(), st: st, opts: opts, out: sink})
 	if err == nil && pretty {

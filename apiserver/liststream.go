@@ -81,7 +81,7 @@ func (s *Server) listSink(r *http.Request, out io.Writer, res *registry.Resource
 	case c.As == "" && c.Format == codec.FormatJSON:
 		return &jsonListSink{w: out, res: res}, true
 	case c.As == "" && c.Format == codec.FormatYAML:
-		return &yamlListSink{w: out, res: res}, true
+		return newYAMLListSink(out, &jsonListSink{res: res}, "items"), true
 	case c.As == "" && c.Format == codec.FormatProtobuf && sw != nil:
 		opts.Replay = true
 		return s.objectProtobufListSink(sw, res, opts), true
