@@ -44,19 +44,24 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request, st *regist
 
 // handleDeleteCollection deletes every object of the collection that matches
 // the selectors and answers the list of deleted objects, as kube-apiserver.
-// In JSON and YAML the objects are deleted as they are listed (one snapshot,
-// read a page at a time) and the answer is streamed as they go, so that the
-// server never holds the collection; other representations are built in
-// memory.
+// The answer is negotiated as a list's, before anything is deleted. In JSON
+// and YAML (Tables and PartialObjectMetadataList included) the objects are
+// deleted as they are listed (one snapshot, read a page at a time) and the
+// answer is streamed as they go, so that the server never holds the
+// collection; protobuf is built in memory.
 func (s *Server) handleDeleteCollection(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo) {
+	p := payload{kind: bodyList, res: st.Resource()}
+	c, err := p.choose(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	opts, err := s.deleteOptions(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if c, ok := codec.Choose(r.Header.Get("Accept"), func(c codec.Choice) bool { return c.As == "" }); ok &&
-		(c.Format == codec.FormatJSON || c.Format == codec.FormatYAML) {
-		s.streamDeleteCollection(w, r, st, info.Namespace, opts, c)
+	if (c.Format == codec.FormatJSON || c.Format == codec.FormatYAML) && s.streamDeleteCollection(w, r, st, info.Namespace, opts, c) {
 		return
 	}
 	var list registry.ListResult
@@ -75,12 +80,13 @@ func (s *Server) handleDeleteCollection(w http.ResponseWriter, r *http.Request, 
 // streamDeleteCollection serves a deletecollection in JSON or YAML (c): the
 // listed objects go through a deletingSink into the list sink of c. As for a
 // streamed list, an error after the first bytes went out cuts the answer
-// short.
-func (s *Server) streamDeleteCollection(w http.ResponseWriter, r *http.Request, st *registry.Store, ns string, opts registry.DeleteOptions, c codec.Choice) {
+// short. It reports false, having done nothing, when c has no list sink (a
+// Table it cannot build, PartialObjectMetadata): the buffered path answers.
+func (s *Server) streamDeleteCollection(w http.ResponseWriter, r *http.Request, st *registry.Store, ns string, opts registry.DeleteOptions, c codec.Choice) bool {
 	lq, err := s.listOptions(queryOf(r), st)
 	if err != nil {
 		s.writeError(w, r, err)
-		return
+		return true
 	}
 	lo := lq.opts
 	lo.Limit, lo.Continue, lo.KeepItems = 0, "", false
@@ -90,9 +96,10 @@ func (s *Server) streamDeleteCollection(w http.ResponseWriter, r *http.Request, 
 	if pretty {
 		out = &indentWriter{w: sw}
 	}
-	var sink registry.ListSink = &jsonListSink{w: out, res: st.Resource()}
-	if c.Format == codec.FormatYAML {
-		sink = newYAMLListSink(out, &jsonListSink{res: st.Resource()}, "items")
+	sink, ok := s.listSink(r, out, st.Resource(), c, &lo)
+	if !ok {
+		sw.release()
+		return false
 	}
 	err = st.List(r.Context(), ns, lo, &deletingSink{ctx: r.Context(), st: st, opts: opts, out: sink})
 	if err == nil && pretty {
@@ -102,6 +109,7 @@ func (s *Server) streamDeleteCollection(w http.ResponseWriter, r *http.Request, 
 		err = sw.finish()
 	}
 	s.endStreamedList(w, r, sw, err)
+	return true
 }
 
 // deletingSink deletes each object of a list and hands the object as deleted
