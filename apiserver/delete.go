@@ -44,27 +44,25 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request, st *regist
 
 // handleDeleteCollection deletes every object of the collection that matches
 // the selectors and answers the list of deleted objects, as kube-apiserver.
-// The objects are deleted as they are listed (one snapshot, read a page at
-// a time) and the answer is streamed as they go (protobuf past its buffer
-// through a temporary file, spoolSink), so that the server never holds the
-// collection; a Table or PartialObjectMetadataList answer is built in
-// memory.
+// The answer is negotiated as a list's, before anything is deleted: a
+// request that cannot be answered (406) deletes nothing. The objects are
+// deleted as they are listed (one snapshot, read a page at a time) and the
+// answer is streamed as they go, in every representation of a list (protobuf
+// past its buffer through a temporary file, spoolSink), so that the server
+// never holds the collection.
 func (s *Server) handleDeleteCollection(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo) {
-	opts, err := s.deleteOptions(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	// The answer's representation is chosen before anything is deleted: a
-	// request that cannot be answered (406) deletes nothing.
 	p := payload{kind: bodyList, res: st.Resource()}
 	c, err := p.choose(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if c.As == "" {
-		s.streamDeleteCollection(w, r, st, info.Namespace, opts, c)
+	opts, err := s.deleteOptions(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if s.streamDeleteCollection(w, r, st, info.Namespace, opts, c) {
 		return
 	}
 	var list registry.ListResult
@@ -80,15 +78,16 @@ func (s *Server) handleDeleteCollection(w http.ResponseWriter, r *http.Request, 
 	s.writeRaw(w, r, http.StatusOK, deletedListJSON(st.Resource(), list.ResourceVersion, deleted))
 }
 
-// streamDeleteCollection serves a deletecollection in JSON, YAML or
-// protobuf (c): the listed objects go through a deletingSink into the list
-// sink of c. As for a streamed list, an error after the first bytes went out
-// cuts the answer short.
-func (s *Server) streamDeleteCollection(w http.ResponseWriter, r *http.Request, st *registry.Store, ns string, opts registry.DeleteOptions, c codec.Choice) {
+// streamDeleteCollection serves a deletecollection in representation c: the
+// listed objects go through a deletingSink into the list sink of c. As for a
+// streamed list, an error after the first bytes went out cuts the answer
+// short. It reports false, having done nothing, when c has no list sink (a
+// Table it cannot build, PartialObjectMetadata): the buffered path answers.
+func (s *Server) streamDeleteCollection(w http.ResponseWriter, r *http.Request, st *registry.Store, ns string, opts registry.DeleteOptions, c codec.Choice) bool {
 	lq, err := s.listOptions(queryOf(r), st)
 	if err != nil {
 		s.writeError(w, r, err)
-		return
+		return true
 	}
 	lo := lq.opts
 	lo.Limit, lo.Continue, lo.KeepItems = 0, "", false
@@ -98,19 +97,22 @@ func (s *Server) streamDeleteCollection(w http.ResponseWriter, r *http.Request, 
 	if pretty {
 		out = &indentWriter{w: sw}
 	}
-	res := st.Resource()
-	var sink registry.ListSink = &jsonListSink{w: out, res: res}
-	switch c.Format {
-	case codec.FormatYAML:
-		sink = &yamlListSink{w: out, res: res}
-	case codec.FormatProtobuf:
-		ps := newProtobufListSink(sw, s.protobufListBuffer, res.APIVersion(), res.ListKind, 1, 2)
-		ps.items = protobufItemEncoding{msg: res.Protobuf, kind: res.ListKind}
-		ps.appendItem = ps.items.transcode
-		defer ps.release()
-		spool := &spoolSink{ps: ps, log: s.log}
-		defer spool.close()
-		sink = spool
+	var sink registry.ListSink
+	var ok bool
+	if c.Format == codec.FormatProtobuf {
+		var ps *protobufListSink
+		if ps, ok = s.deletedProtobufListSink(sw, st.Resource(), c); ok {
+			defer ps.release()
+			spool := &spoolSink{ps: ps, log: s.log}
+			defer spool.close()
+			sink = spool
+		}
+	} else {
+		sink, ok = s.listSink(r, out, st.Resource(), c, &lo)
+	}
+	if !ok {
+		sw.release()
+		return false
 	}
 	err = st.List(r.Context(), ns, lo, &deletingSink{ctx: r.Context(), st: st, opts: opts, out: sink})
 	if err == nil && pretty {
@@ -120,6 +122,7 @@ func (s *Server) streamDeleteCollection(w http.ResponseWriter, r *http.Request, 
 		err = sw.finish()
 	}
 	s.endStreamedList(w, r, sw, err)
+	return true
 }
 
 // deletingSink deletes each object of a list and hands the object as deleted

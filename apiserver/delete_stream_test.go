@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/codec"
 )
 
 // A deletecollection deletes as it lists and streams its answer: every
@@ -121,5 +122,76 @@ func TestDeleteCollectionNotAcceptable(t *testing.T) {
 	}
 	if r := do(t, ts, "GET", wdPath+"/w", ""); r.code != 200 {
 		t.Fatalf("the widget is gone: %d %s", r.code, r.body)
+	}
+}
+
+// A deletecollection is negotiated as a list is, before anything is
+// deleted, and streams its Tables and PartialObjectMetadataLists in JSON
+// and YAML too.
+func TestDeleteCollectionConverted(t *testing.T) {
+	api, _, ts := newStreamTestServer(t, false) // 1,300 configmaps in default
+	// The other namespace as a protobuf PartialObjectMetadataList past a
+	// 1 KiB buffer: the spool's second pass transcodes metadata too.
+	api.protobufListBuffer = 1 << 10
+	resp, b, _ := roundTrip(t, ts, "DELETE", "/api/v1/namespaces/other/configmaps", "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io", "")
+	if resp.StatusCode != 200 {
+		t.Fatalf("protobuf PartialObjectMetadataList: %d %.200q", resp.StatusCode, b)
+	}
+	pitems := protobufItems(t, b, codec.PartialObjectMetadataMessage, 2)
+	if len(pitems) != 5 || str(pitems[4], "metadata", "name") != "other-0004" || str(pitems[0], "metadata", "name") != "other-0000" {
+		t.Fatalf("protobuf PartialObjectMetadataList: %d items", len(pitems))
+	}
+	left := func() int {
+		_, b, _ := get(t, ts, cmPath, "application/json", "")
+		var l map[string]any
+		if err := json.Unmarshal(b, &l); err != nil {
+			t.Fatal(err)
+		}
+		return len(l["items"].([]any))
+	}
+	// Nothing it can answer: a 406, and nothing deleted.
+	resp, b, _ = roundTrip(t, ts, "DELETE", cmPath, "text/html", "")
+	if resp.StatusCode != 406 || left() != 1300 {
+		t.Fatalf("text/html: %d, %d left: %.200s", resp.StatusCode, left(), b)
+	}
+	// A Table in YAML, past the held-back bytes: streamed (no
+	// Content-Length), each row the deleted object.
+	resp, b, _ = roundTrip(t, ts, "DELETE", cmPath+"?labelSelector=odd%3Dtrue&includeObject=Object", "application/yaml;as=Table;v=v1;g=meta.k8s.io", "")
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/yaml" || resp.Header.Get("Content-Length") != "" || len(b) < gzipThreshold {
+		t.Fatalf("YAML Table: %d %q Content-Length %q, %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Content-Length"), len(b))
+	}
+	tab := yamlDoc(t, b)
+	rows, _ := tab["rows"].([]any)
+	if str(tab, "kind") != "Table" || len(rows) != 650 {
+		t.Fatalf("YAML Table: kind %q, %d rows", str(tab, "kind"), len(rows))
+	}
+	for _, r := range rows {
+		row, _ := r.(map[string]any)
+		obj, _ := row["object"].(map[string]any)
+		if str(obj, "kind") != "ConfigMap" || str(obj, "metadata", "labels", "odd") != "true" {
+			t.Fatalf("YAML Table: row %v", row)
+		}
+	}
+	if n := left(); n != 650 {
+		t.Fatalf("%d left after deleting the odd half", n)
+	}
+	// A Table preferred to plain JSON: a Table, as a list would answer.
+	resp, b, _ = roundTrip(t, ts, "DELETE", cmPath+"?fieldSelector=metadata.name%3Ddefault-0000", "application/json;as=Table;v=v1beta1;g=meta.k8s.io, application/json", "")
+	var jt map[string]any
+	if err := json.Unmarshal(b, &jt); err != nil || resp.StatusCode != 200 || str(jt, "kind") != "Table" || str(jt, "apiVersion") != "meta.k8s.io/v1beta1" || len(jt["rows"].([]any)) != 1 {
+		t.Fatalf("JSON Table: %d %v %.200s", resp.StatusCode, err, b)
+	}
+	// The rest as a PartialObjectMetadataList in YAML, streamed.
+	resp, b, _ = roundTrip(t, ts, "DELETE", cmPath, "application/yaml;as=PartialObjectMetadataList;v=v1beta1;g=meta.k8s.io", "")
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Length") != "" {
+		t.Fatalf("YAML PartialObjectMetadataList: %d Content-Length %q", resp.StatusCode, resp.Header.Get("Content-Length"))
+	}
+	pom := yamlDoc(t, b)
+	items, _ := pom["items"].([]any)
+	if str(pom, "kind") != "PartialObjectMetadataList" || str(pom, "apiVersion") != "meta.k8s.io/v1beta1" || len(items) != 649 || str(items[0].(map[string]any), "kind") != "PartialObjectMetadata" {
+		t.Fatalf("YAML PartialObjectMetadataList: kind %q, %d items", str(pom, "kind"), len(items))
+	}
+	if n := left(); n != 0 {
+		t.Fatalf("%d left after deleting everything", n)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/codec"
 	"github.com/kapi-dev/kapi/meta"
 )
 
@@ -30,6 +31,23 @@ type spoolSink struct {
 	first  int      // index of the first spooled item
 	n      int      // items seen
 	varint [binary.MaxVarintLen64]byte
+}
+
+// deletedProtobufListSink returns the protobuf list sink of a
+// deletecollection's answer in c: it transcodes every item, since deleted
+// objects have no shared encodings. It reports false for a representation
+// it has no sink for (PartialObjectMetadata, singular).
+func (s *Server) deletedProtobufListSink(sw *streamWriter, res *registry.Resource, c codec.Choice) (*protobufListSink, bool) {
+	switch c.As {
+	case "":
+		ps := newProtobufListSink(sw, s.protobufListBuffer, res.APIVersion(), res.ListKind, 1, 2)
+		ps.items = protobufItemEncoding{msg: res.Protobuf, kind: res.ListKind}
+		ps.appendItem = ps.items.transcode
+		return ps, true
+	case codec.AsPartialObjectMetadataList:
+		return s.metadataProtobufListSink(sw, c.Version), true
+	}
+	return nil, false
 }
 
 var errSpoolReplay = errors.New("deletecollection: the second pass does not start where the spool does")

@@ -24,14 +24,16 @@ type jsonListSink struct {
 }
 
 func (j *jsonListSink) Begin(h registry.ListHead) error {
-	var head []byte
-	if j.head != nil {
-		head = j.head(h)
-	} else {
-		head = listJSONChunks(j.res, nil, headListMeta(h))[0]
-	}
-	_, err := j.w.Write(head)
+	_, err := j.w.Write(j.headJSON(h))
 	return err
+}
+
+// headJSON is the list that begins with h up to its first item.
+func (j *jsonListSink) headJSON(h registry.ListHead) []byte {
+	if j.head != nil {
+		return j.head(h)
+	}
+	return listJSONChunks(j.res, nil, headListMeta(h))[0]
 }
 
 func (j *jsonListSink) Item(item []byte) error {
@@ -66,7 +68,7 @@ var (
 // the column definitions in its head, a row per item. It reports false when
 // the request's includeObject or the table's columns do not read, for the
 // buffered path to answer the error.
-func tableListSink(r *http.Request, w io.Writer, res *registry.Resource, version string) (registry.ListSink, bool) {
+func tableListSink(r *http.Request, w io.Writer, res *registry.Resource, version string) (*jsonListSink, bool) {
 	include, err := tableInclude(r)
 	if err != nil {
 		return nil, false

@@ -18,12 +18,12 @@ import (
 // a time) or from the watch cache's state, so the server never holds the
 // list, its items, or a decoded copy of them. Every representation of a
 // list is streamed: JSON (pretty-printed too, through an indentWriter),
-// protobuf, YAML, Table (JSON) and PartialObjectMetadataList (JSON and
-// protobuf), but Table and PartialObjectMetadataList in YAML. A page of a
-// paged list is streamed in JSON, YAML and protobuf (from storage, its
-// values are read before its first byte, which carries its continue token);
-// Table and PartialObjectMetadata pages are built in memory. See
-// docs/representations.md.
+// protobuf, YAML, Table (JSON and YAML) and PartialObjectMetadataList (JSON,
+// YAML and protobuf); YAML is the JSON list of its representation,
+// converted item by item. A page of a paged list is streamed in JSON, YAML
+// and protobuf (from storage, its values are read before its first byte,
+// which carries its continue token); Table and PartialObjectMetadata pages
+// are built in memory. See docs/representations.md.
 
 // streamList serves a list by streaming it (streamsList says which). It
 // reports false, having done nothing, when the request is not one it
@@ -61,7 +61,7 @@ var newline = []byte{'\n'}
 
 // streamsList says whether streamList streams a list in representation c.
 func (s *Server) streamsList(r *http.Request, c codec.Choice, opts *registry.ListOptions) bool {
-	if s.bufferLists.Load() || (c.Format == codec.FormatYAML && c.As != "") {
+	if s.bufferLists.Load() {
 		return false
 	}
 	if (opts.Limit > 0 || opts.Continue != "") && c.As != "" {
@@ -74,26 +74,45 @@ func (s *Server) streamsList(r *http.Request, c codec.Choice, opts *registry.Lis
 // representation c, and sets what it needs in opts (the shared encodings,
 // the replay of a second pass). It reports false for a representation it
 // does not stream, or a Table it cannot build: the buffered path answers
-// that request.
+// that request. YAML is the JSON list of the same representation,
+// converted as it goes.
 func (s *Server) listSink(r *http.Request, out io.Writer, res *registry.Resource, c codec.Choice, opts *registry.ListOptions) (registry.ListSink, bool) {
-	sw, _ := out.(*streamWriter) // protobuf is never indented
-	switch {
-	case c.As == "" && c.Format == codec.FormatJSON:
-		return &jsonListSink{w: out, res: res}, true
-	case c.As == "" && c.Format == codec.FormatYAML:
-		return &yamlListSink{w: out, res: res}, true
-	case c.As == "" && c.Format == codec.FormatProtobuf && sw != nil:
-		opts.Replay = true
-		return s.objectProtobufListSink(sw, res, opts), true
-	case c.As == codec.AsTable && c.Format == codec.FormatJSON:
-		return tableListSink(r, out, res, c.Version)
-	case c.As == codec.AsPartialObjectMetadataList && c.Format == codec.FormatJSON:
-		return metadataJSONListSink(out, c.Version), true
-	case c.As == codec.AsPartialObjectMetadataList && c.Format == codec.FormatProtobuf && sw != nil:
-		opts.Replay = true
-		return s.metadataProtobufListSink(sw, c.Version), true
+	if sw, ok := out.(*streamWriter); ok && c.Format == codec.FormatProtobuf { // protobuf is never indented
+		switch c.As {
+		case "":
+			opts.Replay = true
+			return s.objectProtobufListSink(sw, res, opts), true
+		case codec.AsPartialObjectMetadataList:
+			opts.Replay = true
+			return s.metadataProtobufListSink(sw, c.Version), true
+		}
+		return nil, false
 	}
-	return nil, false
+	if c.Format != codec.FormatJSON && c.Format != codec.FormatYAML {
+		return nil, false
+	}
+	var (
+		j   *jsonListSink
+		key = "items"
+	)
+	switch c.As {
+	case "":
+		j = &jsonListSink{w: out, res: res}
+	case codec.AsTable:
+		var ok bool
+		if j, ok = tableListSink(r, out, res, c.Version); !ok {
+			return nil, false
+		}
+		key = "rows"
+	case codec.AsPartialObjectMetadataList:
+		j = metadataJSONListSink(out, c.Version)
+	default:
+		return nil, false
+	}
+	if c.Format == codec.FormatYAML {
+		return newYAMLListSink(out, j, key), true
+	}
+	return j, true
 }
 
 // endStreamedList answers a streamed list that ended with err (nil: the

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -89,18 +90,18 @@ func newStreamTestServer(t *testing.T, stateless bool) (*Server, *faultStore, *h
 	create := func(ns string, n, size int) {
 		for i := range n {
 			data := map[string]any{"i": fmt.Sprint(i), "pad": strings.Repeat("p<&>", size/4)}
+			md := map[string]any{"name": fmt.Sprintf("%s-%04d", ns, i), "labels": map[string]any{"odd": fmt.Sprint(i%2 == 1)}}
 			if ns == "other" {
 				// Strings YAML and indented JSON treat specially: long lines
 				// with spaces (YAML wraps them), several lines, quotes,
-				// escapes, look-alikes of other types.
-				data["text"] = strings.Repeat("a sentence with spaces and: colons, ", 3+i) + "end"
-				data["lines"] = "first line\n  indented second\n\nlast \"quoted\" \\ \t tab é ✓"
-				data["typed"] = []string{"0123", "true", "null", "", " padded ", "- dash", "{brace}", "[x]"}[i]
+				// escapes, look-alikes of other types. In the annotations
+				// too, for the representations that show metadata only.
+				data["text"] = otherText(i)
+				data["lines"] = otherLines
+				data["typed"] = otherTyped[i]
+				md["annotations"] = map[string]any{"text": data["text"], "lines": data["lines"], "typed": data["typed"]}
 			}
-			obj := registry.Object{
-				"metadata": map[string]any{"name": fmt.Sprintf("%s-%04d", ns, i), "labels": map[string]any{"odd": fmt.Sprint(i%2 == 1)}},
-				"data":     data,
-			}
+			obj := registry.Object{"metadata": md, "data": data}
 			if _, err := st.Create(context.Background(), ns, obj, registry.WriteOptions{FieldManager: "test"}); err != nil {
 				t.Fatal(err)
 			}
@@ -111,6 +112,15 @@ func newStreamTestServer(t *testing.T, stateless bool) (*Server, *faultStore, *h
 	ts := httptest.NewServer(api)
 	t.Cleanup(ts.Close)
 	return api, fs, ts
+}
+
+// The strings of the objects in namespace "other" (newStreamTestServer).
+const otherLines = "first line\n  indented second\n\nlast \"quoted\" \\ \t tab é ✓"
+
+var otherTyped = []string{"0123", "true", "null", "", " padded ", "- dash", "{brace}", "[x]"}
+
+func otherText(i int) string {
+	return strings.Repeat("a sentence with spaces and: colons, ", 3+i) + "end"
 }
 
 // get sends a GET with a transport that does not decompress, so that the
@@ -172,6 +182,27 @@ func normalizeTable(t *testing.T, body []byte) any {
 	return tab
 }
 
+// yamlAgeCell is an Age cell in the YAML of a Table: the only lines of
+// that document indented by two and a dash are cells.
+var yamlAgeCell = regexp.MustCompile(`(?m)^  - (\d+[smhdy])+$`)
+
+// blankYAMLAges blanks the Age cells of a Table in YAML (ages move with the
+// clock), so that two Tables made a moment apart compare byte for byte.
+func blankYAMLAges(body []byte) []byte {
+	return yamlAgeCell.ReplaceAll(body, []byte("  - AGE"))
+}
+
+// yamlDoc decodes a YAML document that a test read.
+func yamlDoc(t *testing.T, body []byte) map[string]any {
+	t.Helper()
+	v, _, err := codec.DecodeYAML(body)
+	m, ok := v.(map[string]any)
+	if err != nil || !ok {
+		t.Fatalf("yaml: %v: %.200q", err, body)
+	}
+	return m
+}
+
 // protobufItems decodes a protobuf list with the codec package and returns
 // its items as generic objects.
 func protobufItems(t *testing.T, body []byte, msg *codec.Message, itemsField protowire.Number) []map[string]any {
@@ -196,9 +227,10 @@ func protobufItems(t *testing.T, body []byte, msg *codec.Message, itemsField pro
 }
 
 // TestListStreamRepresentations: every streamed representation of a whole
-// list, and of a page, is the buffered path's for the same snapshot: byte for byte for
-// JSON, protobuf and PartialObjectMetadataList, cell for cell for Tables
-// (ages aside), in namespaces, across all namespaces, with selectors, from
+// list, and of a page, is the buffered path's for the same snapshot: byte for
+// byte for JSON, YAML, protobuf, PartialObjectMetadataList (JSON, YAML and
+// protobuf) and Tables in YAML (Age cells blanked), cell for cell for Tables
+// in JSON (ages aside), in namespaces, across all namespaces, with selectors, from
 // the watch cache, empty and small (plain, Content-Length) or large (gzip
 // when asked; protobuf past its buffer: in one pass from the encoding
 // cache, and in two passes without it).
@@ -223,10 +255,16 @@ func testListStreamRepresentations(t *testing.T, cacheBytes int, protobufOnly, s
 		pomV1 = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
 		pomPB = pb + ";as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
 		pomB1 = pb + ";as=PartialObjectMetadataList;v=v1beta1;g=meta.k8s.io"
+		// YAML conversions, meta v1 and v1beta1.
+		tableY   = "application/yaml;as=Table;v=v1;g=meta.k8s.io"
+		tableYB1 = "application/yaml;as=Table;v=v1beta1;g=meta.k8s.io"
+		pomY     = "application/yaml;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
+		pomYB1   = "application/yaml;as=PartialObjectMetadataList;v=v1beta1;g=meta.k8s.io"
+		other    = "/api/v1/namespaces/other/configmaps"
 	)
 	paths := []string{
 		cmPath,
-		"/api/v1/namespaces/other/configmaps",
+		other,
 		"/api/v1/namespaces/empty/configmaps",
 		"/api/v1/configmaps",
 		cmPath + "?labelSelector=odd%3Dtrue",
@@ -237,8 +275,10 @@ func testListStreamRepresentations(t *testing.T, cacheBytes int, protobufOnly, s
 		cmPath + "?limit=500",
 		cmPath + "?limit=400&labelSelector=odd%3Dtrue",
 	}
-	accepts := []string{"application/json", pb, table, table, table, pomV1, pomPB, pomB1, "application/yaml", "application/json", table, pomV1}
-	queries := []string{"", "", "", "includeObject=None", "includeObject=Object", "", "", "", "", "pretty=true", "pretty=true", "pretty=true"}
+	accepts := []string{"application/json", pb, table, table, table, pomV1, pomPB, pomB1, "application/yaml", "application/json", table, pomV1,
+		tableY, tableY, tableY, tableYB1, pomY, pomYB1}
+	queries := []string{"", "", "", "includeObject=None", "includeObject=Object", "", "", "", "", "pretty=true", "pretty=true", "pretty=true",
+		"", "includeObject=None", "includeObject=Object", "includeObject=Metadata", "", ""}
 	if protobufOnly {
 		accepts, queries = []string{pb}, []string{""}
 	}
@@ -296,8 +336,11 @@ func testListStreamRepresentations(t *testing.T, cacheBytes int, protobufOnly, s
 					t.Fatalf("%s: Content-Type %q", name, ct)
 				}
 				same := func(a, b []byte) bool {
-					if accept == table {
+					switch accept {
+					case table:
 						return reflect.DeepEqual(normalizeTable(t, a), normalizeTable(t, b))
+					case tableY, tableYB1:
+						return bytes.Equal(blankYAMLAges(a), blankYAMLAges(b))
 					}
 					return bytes.Equal(a, b)
 				}
@@ -338,6 +381,49 @@ func testListStreamRepresentations(t *testing.T, cacheBytes int, protobufOnly, s
 					if row["cells"].([]any)[0] != "default-0003" || str(row["object"].(map[string]any), "kind") != "PartialObjectMetadata" {
 						t.Fatalf("%s: row %v", name, row)
 					}
+				case accept == tableY && queries[ai] == "" && path == cmPath:
+					// The Age cells the comparison blanks are there.
+					rows, _ := yamlDoc(t, streamed)["rows"].([]any)
+					if n := len(yamlAgeCell.FindAll(streamed, -1)); n != 1300 || len(rows) != 1300 {
+						t.Fatalf("%s: %d rows, %d Age cells", name, len(rows), n)
+					}
+				case accept == tableY && queries[ai] == "includeObject=Object" && path == other:
+					// Long strings wrap; the rows read back as the objects.
+					if bytes.Contains(streamed, []byte(otherText(4))) {
+						t.Fatalf("%s: a long string on one line:\n%s", name, streamed)
+					}
+					rows, _ := yamlDoc(t, streamed)["rows"].([]any)
+					for i, r := range rows {
+						row, _ := r.(map[string]any)
+						obj, _ := row["object"].(map[string]any)
+						if str(obj, "kind") != "ConfigMap" || str(obj, "data", "text") != otherText(i) || str(obj, "data", "lines") != otherLines || str(obj, "data", "typed") != otherTyped[i] {
+							t.Fatalf("%s: row %d: %v", name, i, row)
+						}
+					}
+					if len(rows) != 5 {
+						t.Fatalf("%s: %d rows", name, len(rows))
+					}
+				case (accept == pomY || accept == pomYB1) && path == other:
+					version := "meta.k8s.io/v1"
+					if accept == pomYB1 {
+						version += "beta1"
+					}
+					items, _ := yamlDoc(t, streamed)["items"].([]any)
+					for i, it := range items {
+						md, _ := it.(map[string]any)
+						if str(md, "apiVersion") != version ||
+							str(md, "metadata", "annotations", "text") != otherText(i) || str(md, "metadata", "annotations", "lines") != otherLines || str(md, "metadata", "annotations", "typed") != otherTyped[i] {
+							t.Fatalf("%s: item %d: %v", name, i, md)
+						}
+					}
+					if len(items) != 5 {
+						t.Fatalf("%s: %d items", name, len(items))
+					}
+				case accept == pomYB1 && path == cmPath:
+					items, _ := yamlDoc(t, streamed)["items"].([]any)
+					if len(items) != 1300 || str(items[1299].(map[string]any), "metadata", "name") != "default-1299" {
+						t.Fatalf("%s: %d items", name, len(items))
+					}
 				}
 			}
 		}
@@ -376,6 +462,9 @@ func TestListStreamErrors(t *testing.T) {
 		{"application/json", "", 2, true},
 		{"application/json", "gzip", 3, true},
 		{"application/json;as=Table;v=v1;g=meta.k8s.io", "gzip", 3, true},
+		{"application/yaml;as=Table;v=v1;g=meta.k8s.io", "", 1, false},
+		{"application/yaml;as=Table;v=v1beta1;g=meta.k8s.io", "gzip", 3, true},
+		{"application/yaml;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io", "", 2, true},
 		{pb, "", 3, false}, // the first pass measures: nothing written yet
 		{pb, "gzip", 5, true},
 	} {
