@@ -322,6 +322,8 @@ func registerBudgetMetrics(r prometheus.Registerer, reg *registry.Registry) erro
 			stat(func(s watch.BudgetStats) float64 { return float64(s.Drops) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kapi_watch_cache_state_readmissions_total", Help: "Dropped states brought back once the budget had room."},
 			stat(func(s watch.BudgetStats) float64 { return float64(s.Readmit) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kapi_watch_cache_window_bytes", Help: "Bytes of the watch caches' windows of recent events, together (bounded by Settings.WindowTotalBytes)."},
+			stat(func(s watch.BudgetStats) float64 { return float64(s.Windows) })),
 	} {
 		if err := r.Register(c); err != nil {
 			return err

@@ -19,6 +19,10 @@ import (
 type Budget struct {
 	limit int64
 
+	// The caches' windows, as each charged them at its last eviction
+	// check (Settings.WindowTotalBytes), and how many hold events.
+	windows, windowCaches atomic.Int64
+
 	mu           sync.Mutex
 	used         int64
 	shares       map[*share]struct{}
@@ -42,13 +46,14 @@ type BudgetStats struct {
 	Dropped int   // caches whose state is dropped
 	Drops   int64 // states dropped since the budget was made
 	Readmit int64 // dropped states brought back since the budget was made
+	Windows int64 // bytes the caches' windows hold (Settings.WindowTotalBytes)
 }
 
 // Stats returns the budget's current figures.
 func (b *Budget) Stats() BudgetStats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	st := BudgetStats{Limit: b.limit, Used: b.used, Drops: b.drops, Readmit: b.backs}
+	st := BudgetStats{Limit: b.limit, Used: b.used, Drops: b.drops, Readmit: b.backs, Windows: b.windows.Load()}
 	for s := range b.shares {
 		if s.kept {
 			st.States++
@@ -207,4 +212,33 @@ func (b *Budget) dropped(s *share, gen uint64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return !s.kept && s.gen == gen
+}
+
+// chargeWindow records that a cache's window, which held old bytes at its
+// last charge, holds now bytes.
+func (b *Budget) chargeWindow(old, now int64) {
+	if now == old {
+		return
+	}
+	b.windows.Add(now - old)
+	switch {
+	case old == 0:
+		b.windowCaches.Add(1)
+	case now == 0:
+		b.windowCaches.Add(-1)
+	}
+}
+
+// overWindowShare reports whether a window of mine bytes (charged as
+// charged) must shrink: all windows together are past limit, and it holds
+// more than an equal share of limit.
+func (b *Budget) overWindowShare(limit, charged, mine int64) bool {
+	if limit < 0 || b.windows.Load()-charged+mine <= limit {
+		return false
+	}
+	n := b.windowCaches.Load()
+	if charged == 0 && mine > 0 {
+		n++
+	}
+	return mine > limit/max(n, 1)
 }

@@ -342,3 +342,59 @@ func TestBudgetReadmitsSeveralPages(t *testing.T) {
 	}
 	e.checkAccounts()
 }
+
+// The windows of caches sharing a budget stay within WindowTotalBytes
+// together: past it, a window over an equal share evicts down to it (an
+// idle one at its next progress report), and a stopped cache's window is
+// no longer charged.
+func TestBudgetWindowsShareTheirBound(t *testing.T) {
+	st, err := badger.Open(badger.InMemoryOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	(&env{t: t, st: st}).put("/other/seed", "x")
+	const limit = 64 << 10
+	b := NewBudget(0)
+	caches := map[string]*Cache{}
+	for _, p := range []string{"/a/", "/b/"} {
+		c, err := New(Config{Settings: Settings{WindowTotalBytes: limit, ProgressInterval: 10 * time.Millisecond}, Storage: st, Prefix: []byte(p), Budget: b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Stop)
+		caches[p] = c
+		if _, err := c.Revision(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := &budgetEnv{t: t, st: st, budget: b, caches: caches}
+	value := strings.Repeat("v", 1<<10)
+	window := func(p string) int64 { return caches[p].Stats().WindowBytes }
+	for i := range 100 {
+		e.put(fmt.Sprintf("/a/%03d", i), value)
+	}
+	e.caughtUp()
+	// Alone, /a/'s share is the whole bound.
+	if w := window("/a/"); w > limit || w < limit/2 {
+		t.Fatalf("/a/ alone: window of %d bytes, want at most %d and most of it", w, limit)
+	}
+	for i := range 100 {
+		e.put(fmt.Sprintf("/b/%03d", i), value)
+	}
+	e.caughtUp()
+	waitFor(t, "both windows within half the bound", func() bool {
+		return window("/a/") <= limit/2 && window("/b/") <= limit/2
+	})
+	wa, wb := window("/a/"), window("/b/")
+	if wa < limit/4 || wb < limit/4 {
+		t.Fatalf("windows of %d and %d bytes: evicted past their share of %d", wa, wb, limit/2)
+	}
+	if got := b.Stats().Windows; got != wa+wb {
+		t.Fatalf("budget charges %d bytes of windows, they hold %d", got, wa+wb)
+	}
+	caches["/b/"].Stop()
+	if got := b.Stats().Windows; got != wa {
+		t.Fatalf("after /b/ stopped: %d bytes of windows charged, want /a/'s %d", got, wa)
+	}
+}

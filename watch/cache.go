@@ -62,6 +62,7 @@ type Cache struct {
 	oldest      int64 // the window holds every change after oldest
 	window      ring
 	windowBytes int64
+	windowShare int64        // window bytes charged to the budget (Budget.chargeWindow)
 	state       *stateTree   // nil when no state is kept
 	stateBytes  atomic.Int64 // written under mu; read by Encoding without it
 	encBytes    atomic.Int64 // encodings kept by the state's objects (Encoding)

@@ -59,6 +59,8 @@ func (c *Cache) shutdown(err error) {
 	clear(c.watchers)
 	clear(c.synced)
 	c.window.reset()
+	c.budget.chargeWindow(c.windowShare, 0)
+	c.windowShare = 0
 	c.state, c.snap, c.retained = nil, nil, nil
 	c.budget.leave(c.share)
 	close(c.advanced)
@@ -137,6 +139,7 @@ func (c *Cache) list() error {
 	}
 	c.window.reset()
 	c.windowBytes = 0
+	c.chargeWindowLocked()
 	if c.state != nil {
 		// Brought back while this list ran: the list replaces it.
 		c.budget.shrink(c.share, c.stateBytes.Load()+c.encBytes.Load())
@@ -326,17 +329,31 @@ func (c *Cache) budgetDropped(gen uint64) {
 	}
 }
 
+// evictLocked drops the window's oldest events past its bounds (events,
+// age, bytes, and its share of the budget's WindowTotalBytes), then charges
+// what is left to the budget.
 func (c *Cache) evictLocked(now time.Time) {
 	for c.window.len() > 0 {
 		ev := c.window.at(0)
+		held := c.windowBytes + c.frameBytes.Load()
 		if c.window.len() <= c.cfg.WindowEvents &&
-			c.windowBytes+c.frameBytes.Load() <= c.cfg.WindowBytes &&
-			now.Sub(ev.at) <= c.cfg.WindowAge {
-			return
+			held <= c.cfg.WindowBytes &&
+			now.Sub(ev.at) <= c.cfg.WindowAge &&
+			!c.budget.overWindowShare(c.cfg.WindowTotalBytes, c.windowShare, held) {
+			break
 		}
 		c.window.pop()
 		c.windowBytes -= ev.size
 		c.frameBytes.Add(-ev.detach())
 		c.oldest = ev.Revision
 	}
+	c.chargeWindowLocked()
+}
+
+// chargeWindowLocked charges the window's bytes as they are now to the
+// budget.
+func (c *Cache) chargeWindowLocked() {
+	held := c.windowBytes + c.frameBytes.Load()
+	c.budget.chargeWindow(c.windowShare, held)
+	c.windowShare = held
 }

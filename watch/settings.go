@@ -14,6 +14,7 @@ const (
 	DefaultWindowEvents       = 10_000
 	DefaultWindowAge          = 5 * time.Minute
 	DefaultWindowBytes        = 64 << 20
+	DefaultWindowTotalBytes   = 256 << 20
 	DefaultStateBytes         = 256 << 20
 	DefaultWatcherBuffer      = 1_000
 	DefaultProgressInterval   = 100 * time.Millisecond
@@ -40,6 +41,14 @@ type Settings struct {
 	// WindowBytes bounds the bytes of the objects and encoded frames held by
 	// the events in the window. Default 64 MiB.
 	WindowBytes int64
+
+	// WindowTotalBytes bounds the windows of all the caches that share a
+	// Budget together (in a registry, every type's). Past it, a cache whose
+	// window holds more than an equal share of the bound (the bound divided
+	// by the caches whose windows hold events) evicts its oldest events
+	// down to that share when it next applies events or progress. Default
+	// 256 MiB; negative: only WindowBytes bounds each window.
+	WindowTotalBytes int64
 
 	// StateBytes bounds the memory of the cache's copy of the current state
 	// (the latest version of every object, about key + value + 128 bytes
@@ -108,6 +117,9 @@ func (s Settings) withDefaults() (Settings, error) {
 	}
 	if s.WindowBytes == 0 {
 		s.WindowBytes = DefaultWindowBytes
+	}
+	if s.WindowTotalBytes == 0 {
+		s.WindowTotalBytes = DefaultWindowTotalBytes
 	}
 	if s.StateBytes == 0 {
 		s.StateBytes = DefaultStateBytes
