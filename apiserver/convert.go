@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/codec"
 	"github.com/kapi-dev/kapi/meta"
 )
@@ -46,7 +47,7 @@ func (s *Server) encodeConverted(r *http.Request, c codec.Choice, p *payload) ([
 		return encodeJSONAs(c.Format, body)
 	case codec.AsPartialObjectMetadata:
 		if p.kind == bodyList {
-			return nil, notAcceptable(fmt.Sprintf("you requested PartialObjectMetadata, but the requested object is a list (%s)", p.res.ListKind))
+			return nil, metadataOfList(p.res)
 		}
 		if c.Format == codec.FormatProtobuf {
 			b, err := codec.PartialObjectMetadataMessage.AppendProtobuf(nil, p.json)
@@ -167,4 +168,10 @@ func totalLen(items [][]byte) int {
 		n += len(it)
 	}
 	return n
+}
+
+// metadataOfList is the answer to a list asked for as PartialObjectMetadata
+// (singular), as kube-apiserver words it.
+func metadataOfList(res *registry.Resource) error {
+	return notAcceptable(fmt.Sprintf("you requested PartialObjectMetadata, but the requested object is a list (%s)", res.ListKind))
 }

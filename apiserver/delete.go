@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
+	"time"
 
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/codec"
@@ -44,15 +44,18 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request, st *regist
 
 // handleDeleteCollection deletes every object of the collection that matches
 // the selectors and answers the list of deleted objects, as kube-apiserver.
-// The answer is negotiated as a list's, before anything is deleted: a
-// request that cannot be answered (406) deletes nothing. The objects are
-// deleted as they are listed (one snapshot, read a page at a time) and the
-// answer is streamed as they go, in every representation of a list (protobuf
-// past its buffer through a temporary file, spoolSink), so that the server
-// never holds the collection.
+// The answer is negotiated as a list's and checked before anything is
+// deleted: a request that cannot be answered (406, or a Table option that
+// does not read) deletes nothing. The objects are deleted as they are listed
+// (one snapshot, read a page at a time) and the answer is streamed as they
+// go, in every representation of a list (protobuf past its buffer through a
+// temporary file, spoolSink), so that the server never holds the collection.
 func (s *Server) handleDeleteCollection(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo) {
 	p := payload{kind: bodyList, res: st.Resource()}
 	c, err := p.choose(r)
+	if err == nil {
+		err = checkListAnswer(r, st.Resource(), c)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -62,20 +65,28 @@ func (s *Server) handleDeleteCollection(w http.ResponseWriter, r *http.Request, 
 		s.writeError(w, r, err)
 		return
 	}
-	if s.streamDeleteCollection(w, r, st, info.Namespace, opts, c) {
-		return
+	if !s.streamDeleteCollection(w, r, st, info.Namespace, opts, c) {
+		// Not reached: checkListAnswer refuses what has no list sink.
+		s.writeError(w, r, meta.NewInternalError(fmt.Errorf("deletecollection: no list sink for %+v", c)))
 	}
-	var list registry.ListResult
-	if err := s.listToDelete(r, st, info.Namespace, &list); err != nil {
-		s.writeError(w, r, err)
-		return
+}
+
+// checkListAnswer returns the error a list answered in c would end with,
+// found without reading the list: PartialObjectMetadata (singular), a
+// Table option that does not read or a Table that cannot be built.
+func checkListAnswer(r *http.Request, res *registry.Resource, c codec.Choice) error {
+	switch c.As {
+	case codec.AsPartialObjectMetadata:
+		return metadataOfList(res)
+	case codec.AsTable:
+		include, err := tableInclude(r)
+		if err != nil {
+			return err
+		}
+		_, err = newTableBuilder(res, c.Version, include, time.Now())
+		return err
 	}
-	deleted, err := deleteListed(r.Context(), st, list.Items, opts)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeRaw(w, r, http.StatusOK, deletedListJSON(st.Resource(), list.ResourceVersion, deleted))
+	return nil
 }
 
 // streamDeleteCollection serves a deletecollection in representation c: the
@@ -146,34 +157,6 @@ func (d *deletingSink) Item(item []byte) error {
 
 func (d *deletingSink) End(e registry.ListEnd) error { return d.out.End(e) }
 
-// listToDelete lists, whole, the objects of namespace ns that a
-// deletecollection's selectors pick.
-func (s *Server) listToDelete(r *http.Request, st *registry.Store, ns string, list *registry.ListResult) error {
-	lq, err := s.listOptions(queryOf(r), st)
-	if err != nil {
-		return err
-	}
-	lo := lq.opts
-	lo.Limit, lo.Continue, lo.KeepItems = 0, "", true
-	return st.List(r.Context(), ns, lo, list)
-}
-
-// deleteListed deletes the listed objects one by one and returns the
-// deleted ones; one deleted meanwhile is left out.
-func deleteListed(ctx context.Context, st *registry.Store, items [][]byte, opts registry.DeleteOptions) ([][]byte, error) {
-	var deleted [][]byte
-	for _, raw := range items {
-		out, err := deleteItem(ctx, st, raw, opts)
-		if err != nil {
-			return nil, err
-		}
-		if out != nil {
-			deleted = append(deleted, out)
-		}
-	}
-	return deleted, nil
-}
-
 // deleteItem deletes the listed object raw and returns it as deleted, or nil
 // when it was deleted meanwhile.
 func deleteItem(ctx context.Context, st *registry.Store, raw []byte, opts registry.DeleteOptions) ([]byte, error) {
@@ -194,27 +177,6 @@ func deleteItem(ctx context.Context, st *registry.Store, raw []byte, opts regist
 		return nil, err
 	}
 	return out.JSON, nil
-}
-
-// deletedListJSON is the answer to a deletecollection: a list of res's kind
-// at revision rev holding the deleted objects.
-func deletedListJSON(res *registry.Resource, rev int64, deleted [][]byte) []byte {
-	var buf bytes.Buffer
-	buf.WriteString(`{"kind":`)
-	writeJSONString(&buf, res.ListKind)
-	buf.WriteString(`,"apiVersion":`)
-	writeJSONString(&buf, res.APIVersion())
-	buf.WriteString(`,"metadata":{"resourceVersion":"`)
-	buf.WriteString(strconv.FormatInt(rev, 10))
-	buf.WriteString(`"},"items":[`)
-	for i, it := range deleted {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		buf.Write(it)
-	}
-	buf.WriteString("]}")
-	return buf.Bytes()
 }
 
 // deleteOptions reads DeleteOptions from the query and the body.
@@ -311,10 +273,4 @@ func readDeleteOptionsBody(r *http.Request, body []byte, opts *registry.DeleteOp
 func bothPolicies(policy string) error {
 	return meta.NewInvalidOptions("DeleteOptions", meta.ErrorList{meta.Invalid(meta.NewPath("propagationPolicy"), policy,
 		"orphanDependents and deletionPropagation cannot be both set")})
-}
-
-// writeJSONString writes s as a JSON string.
-func writeJSONString(buf *bytes.Buffer, s string) {
-	b, _ := json.Marshal(s)
-	buf.Write(b)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -108,20 +109,68 @@ func TestDeleteCollectionStreamed(t *testing.T) {
 }
 
 // TestDeleteCollectionNotAcceptable: a deletecollection whose answer cannot
-// be written in any representation the client accepts is refused before
-// anything is deleted.
+// be written (no representation the client accepts, PartialObjectMetadata
+// of a list, a Table option that does not read) is refused before anything
+// is deleted.
 func TestDeleteCollectionNotAcceptable(t *testing.T) {
 	_, ts := newTestServer(t)
 	tm := `"apiVersion":"example.dev/v1","kind":"Widget",`
 	if r := do(t, ts, "POST", wdPath, `{`+tm+`"metadata":{"name":"w"},"spec":{"size":1}}`); r.code != 201 {
 		t.Fatalf("create: %d %s", r.code, r.body)
 	}
-	// Widgets have no protobuf message.
-	if r := do(t, ts, "DELETE", wdPath, "", "Accept", "application/vnd.kubernetes.protobuf"); r.code != http.StatusNotAcceptable {
-		t.Fatalf("deletecollection: %d %s", r.code, r.body)
+	for _, c := range []struct {
+		query, accept string
+		code          int
+	}{
+		{"", "application/vnd.kubernetes.protobuf", http.StatusNotAcceptable}, // widgets have no protobuf message
+		{"", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", http.StatusNotAcceptable},
+		{"?includeObject=Bogus", "application/json;as=Table;g=meta.k8s.io;v=v1", http.StatusBadRequest},
+	} {
+		if r := do(t, ts, "DELETE", wdPath+c.query, "", "Accept", c.accept); r.code != c.code {
+			t.Fatalf("deletecollection %s as %s: %d %s, want %d", c.query, c.accept, r.code, r.body, c.code)
+		}
+		if r := do(t, ts, "GET", wdPath+"/w", ""); r.code != 200 {
+			t.Fatalf("deletecollection %s as %s deleted the widget: %d %s", c.query, c.accept, r.code, r.body)
+		}
 	}
-	if r := do(t, ts, "GET", wdPath+"/w", ""); r.code != 200 {
-		t.Fatalf("the widget is gone: %d %s", r.code, r.body)
+}
+
+// TestDeleteCollectionProtobufSpoolEdges: the first deleted object already
+// past the protobuf buffer, with a temporary directory and without one
+// (the spool then holds the objects in memory).
+func TestDeleteCollectionProtobufSpoolEdges(t *testing.T) {
+	for _, noTmp := range []bool{false, true} {
+		t.Run(fmt.Sprint("noTmp=", noTmp), func(t *testing.T) {
+			api, ts := newTestServer(t)
+			tmp := t.TempDir()
+			if noTmp {
+				tmp = filepath.Join(tmp, "missing")
+			}
+			t.Setenv("TMPDIR", tmp)
+			for i := range 20 {
+				body := fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm-%02d"},"data":{"x":%q}}`, i, strings.Repeat("y", 100+i))
+				if r := do(t, ts, "POST", cmPath, body); r.code != 201 {
+					t.Fatalf("create: %d %s", r.code, r.body)
+				}
+			}
+			api.protobufListBuffer = 64
+			resp, b, _ := roundTrip(t, ts, "DELETE", cmPath, "application/vnd.kubernetes.protobuf", "")
+			if resp.StatusCode != 200 {
+				t.Fatalf("%d %.300q", resp.StatusCode, b)
+			}
+			items := protobufItems(t, b, registry.ConfigMaps().Protobuf, 2)
+			if len(items) != 20 {
+				t.Fatalf("%d items", len(items))
+			}
+			for i, it := range items {
+				if name := str(it, "metadata", "name"); name != fmt.Sprintf("cm-%02d", i) {
+					t.Fatalf("item %d: %q", i, name)
+				}
+			}
+			if left, _ := os.ReadDir(tmp); len(left) != 0 {
+				t.Fatalf("spool left behind: %v", left)
+			}
+		})
 	}
 }
 
