@@ -37,37 +37,45 @@ func (c *Controllers) runNamespaceController(ctx context.Context) {
 	resync := time.NewTicker(c.cfg.Resync)
 	defer resync.Stop()
 	failures := 0
+	var retry <-chan time.Time // a pass is due then, as well as at the next change
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-trigger:
 		case <-resync.C:
+		case <-retry:
 		}
 		pending, err := c.finalizeNamespaces(ctx)
-		wait := c.cfg.Retry // objects with finalizers are still going: look again soon
-		switch {
-		case ctx.Err() != nil:
+		if ctx.Err() != nil {
 			return
+		}
+		retry = nil
+		switch {
 		case err != nil:
 			// A failed pass is tried again, backing off up to Resync,
 			// rather than left to the next change or resync.
 			c.cfg.Logger.Warn("namespace controller", "err", err)
 			failures++
-			wait = min(c.cfg.Retry<<min(failures-1, 16), c.cfg.Resync)
-		case !pending:
+			retry = time.After(c.retryAfter(failures))
+		case pending:
+			// Objects with finalizers are still going: look again soon.
 			failures = 0
-			continue
+			retry = time.After(c.cfg.Retry)
 		default:
 			failures = 0
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-			poke()
-		}
 	}
+}
+
+// retryAfter is the wait after the given number of failed passes in a row:
+// Retry, doubled for each failure after the first, at most Resync.
+func (c *Controllers) retryAfter(failures int) time.Duration {
+	d := c.cfg.Retry
+	for i := 1; i < failures && d < c.cfg.Resync; i++ {
+		d *= 2
+	}
+	return min(d, c.cfg.Resync)
 }
 
 // watchPrefix calls fn after every change under prefix until ctx ends,
@@ -95,7 +103,8 @@ func (c *Controllers) watchPrefix(ctx context.Context, prefix []byte, fn func())
 }
 
 // finalizeNamespaces makes one pass over the terminating namespaces. It
-// reports whether some are still waiting for objects to go.
+// reports whether some are still waiting for objects to go; a namespace
+// that fails does not hold back the others (their errors are joined).
 func (c *Controllers) finalizeNamespaces(ctx context.Context) (bool, error) {
 	nsStore, ok := c.reg.Store(namespacesGVR)
 	if !ok {
@@ -106,6 +115,7 @@ func (c *Controllers) finalizeNamespaces(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	pending := false
+	var errs []error
 	for _, raw := range list.Items {
 		var ns struct {
 			Metadata struct {
@@ -125,7 +135,9 @@ func (c *Controllers) finalizeNamespaces(ctx context.Context) (bool, error) {
 		}
 		left, err := c.emptyNamespace(ctx, ns.Metadata.Name)
 		if err != nil {
-			return pending, err
+			// The others go on: one namespace that fails holds no other.
+			errs = append(errs, fmt.Errorf("namespace %s: %w", ns.Metadata.Name, err))
+			continue
 		}
 		if !left.empty() {
 			pending = true
@@ -149,12 +161,13 @@ func (c *Controllers) finalizeNamespaces(ctx context.Context) (bool, error) {
 			continue
 		}
 		if err != nil {
-			return pending, err
+			errs = append(errs, fmt.Errorf("finalize namespace %s: %w", ns.Metadata.Name, err))
+			continue
 		}
 		c.metrics.namespaceDone()
 		c.cfg.Logger.Info("namespace emptied and finalized", "namespace", ns.Metadata.Name)
 	}
-	return pending, nil
+	return pending, errors.Join(errs...)
 }
 
 // emptyNamespace deletes every object in namespace ns and returns what is

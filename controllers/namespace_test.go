@@ -151,3 +151,38 @@ func TestNamespaceRetriesAFailedPass(t *testing.T) {
 		t.Fatalf("%d deletes tried, want more than the %d that fail", n, fd.fail)
 	}
 }
+
+// TestNamespaceFailingHoldsNoOther: while one namespace keeps failing (its
+// deletes fail; the controller backs off), namespaces deleted meanwhile, listed
+// before it and after it, go at once: a change wakes the controller during
+// its backoff, and a pass goes on past the failing namespace.
+func TestNamespaceFailingHoldsNoOther(t *testing.T) {
+	mem, err := badger.Open(badger.InMemoryOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mem.Close() })
+	fd := &failingDeletes{Store: mem, match: []byte("/mmm/"), fail: 1 << 40}
+	reg := newRegistry(t, fd, true)
+	run(t, reg) // Retry 100 ms
+	create(t, reg, namespaces, "", registry.Object{"metadata": map[string]any{"name": "mmm"}})
+	create(t, reg, configMaps, "mmm", registry.Object{"metadata": map[string]any{"name": "c"}})
+	remove(t, reg, namespaces, "", "mmm", "")
+	time.Sleep(3500 * time.Millisecond) // 3.1 s of backoff so far: in a wait of 3.2 s
+	for _, ns := range []string{"aaa", "zzz"} {
+		create(t, reg, namespaces, "", registry.Object{"metadata": map[string]any{"name": ns}})
+		create(t, reg, configMaps, ns, registry.Object{"metadata": map[string]any{"name": "c"}})
+	}
+	start := time.Now()
+	remove(t, reg, namespaces, "", "aaa", "")
+	remove(t, reg, namespaces, "", "zzz", "")
+	eventually(t, "aaa and zzz to go", func() bool {
+		return !exists(t, reg, namespaces, "", "aaa") && !exists(t, reg, namespaces, "", "zzz")
+	})
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("namespaces took %v to go while mmm kept failing", d)
+	}
+	if !exists(t, reg, namespaces, "", "mmm") || fd.failed.Load() < 5 {
+		t.Fatalf("mmm gone or tried only %d times: the test tested nothing", fd.failed.Load())
+	}
+}
