@@ -54,6 +54,7 @@ type mappedTrimmer struct {
 
 	other     int64 // file-backed resident bytes outside the directory, at the last exact pass
 	stuck     int64 // resident bytes over the bound the last page-out could not release
+	holdOff   int   // checks before a level within stuck is measured exactly again
 	sinceFull int   // checks since the last exact pass; starts at mappedFullEvery, so the first check is one
 	failing   bool  // the last check failed (logged once)
 
@@ -65,12 +66,16 @@ const (
 	// mappedFullEvery is how many checks may rely on the statm estimate
 	// before an exact pass refreshes it.
 	mappedFullEvery = 300
+	// mappedStuckEvery is how many checks pass between exact passes while
+	// the resident level stays within what the last page-out could not
+	// release.
+	mappedStuckEvery = 10
 	// pagemapChunk is the number of pages whose entries are read at once.
 	pagemapChunk = 1 << 15
 )
 
 // errNoPageout means the kernel does not know MADV_PAGEOUT (before Linux 5.4).
-var errNoPageout = errors.New("the kernel does not support madvise(MADV_PAGEOUT) (Linux 5.4 or later)")
+var errNoPageout = errors.New("madvise(MADV_PAGEOUT) refused on a page of the process's own: the kernel lacks it (before Linux 5.4) or the process locks its memory")
 
 // newMappedTrimmer prepares the trimmer of opts' data directory, or returns
 // nil when the bound is off, the store is in memory, or /proc cannot serve
@@ -161,7 +166,15 @@ func (t *mappedTrimmer) check() error {
 		return err
 	}
 	t.sinceFull++
-	if est := fileRSS - t.other; est <= t.bound+t.stuck && t.sinceFull < mappedFullEvery {
+	// Over the bound by no more than the last pass could not release, an
+	// exact pass comes only every mappedStuckEvery checks (those pages may
+	// have gone since, and others taken their place).
+	est := fileRSS - t.other
+	within := est <= t.bound || (est <= t.bound+t.stuck && t.holdOff > 0)
+	if within && t.sinceFull < mappedFullEvery {
+		if est > t.bound {
+			t.holdOff--
+		}
 		t.resident.Store(max(est, 0))
 		return nil
 	}
@@ -205,8 +218,12 @@ func (t *mappedTrimmer) check() error {
 			continue
 		}
 		if err := pageout(m.start, m.end); err != nil {
-			// Unmapped by Badger meanwhile (ENOMEM), or a range the kernel
-			// will not page out (EINVAL: locked, huge pages): skip it.
+			// Unmapped by Badger meanwhile (ENOMEM: its pages are gone
+			// from the process), or a range the kernel will not page out
+			// (EINVAL: locked, huge pages): skip it.
+			if errors.Is(err, unix.ENOMEM) {
+				total -= m.resident
+			}
 			continue
 		}
 		after, err := t.residentOf(m)
@@ -217,8 +234,9 @@ func (t *mappedTrimmer) check() error {
 		total -= m.resident - after
 	}
 	// What could not be released (pages another process maps, say) does
-	// not make every later check an exact pass: only growth past it does.
-	t.stuck = max(total-t.bound, 0)
+	// not make every later check an exact pass: growth past it does, and
+	// otherwise one check in mappedStuckEvery.
+	t.stuck, t.holdOff = max(total-t.bound, 0), mappedStuckEvery
 	t.resident.Store(total)
 	t.pagedOut.Add(released)
 	t.pageOuts.Add(1)
@@ -250,7 +268,7 @@ func probePageout() error {
 	defer unix.Munmap(b)
 	b[0] = 1
 	if err := unix.Madvise(b, unix.MADV_PAGEOUT); errors.Is(err, unix.EINVAL) {
-		return errNoPageout
+		return errNoPageout // or the process locks its memory (mlockall): its tables too
 	} else if err != nil {
 		return fmt.Errorf("probe madvise(MADV_PAGEOUT): %w", err)
 	}

@@ -244,7 +244,7 @@ func TestMappedUnreleasable(t *testing.T) {
 	}
 	locked := mapTable("000001.sst")
 	if err := syscall.Mlock(locked); err != nil {
-		t.Fatalf("mlock %d bytes (RLIMIT_MEMLOCK?): %v", size, err)
+		t.Skipf("mlock of %d bytes refused here (RLIMIT_MEMLOCK): %v", size, err)
 	}
 	mapTable("000002.sst")
 	tr := newMappedTrimmer(Options{Dir: dir, MaxMappedResident: size / 2, Logger: slog.New(slog.DiscardHandler)})
@@ -270,6 +270,66 @@ func TestMappedUnreleasable(t *testing.T) {
 			t.Fatalf("check %d after the page-out was an exact pass", i+1)
 		}
 	}
+}
+
+// TestMappedStuckGoesWithItsPages: once an unreleasable table goes (Badger
+// unmaps tables a compaction replaced), the level it raised goes with it:
+// releasable pages over the bound are paged out at the next checks, not
+// after the next scheduled exact pass.
+func TestMappedStuckGoesWithItsPages(t *testing.T) {
+	dir := t.TempDir()
+	page := os.Getpagesize()
+	const bound = 1 << 20
+	mapTable := func(name string, size int) []byte {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := f.Truncate(int64(size)); err != nil {
+			t.Fatal(err)
+		}
+		b, err := syscall.Mmap(int(f.Fd()), 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < size; i += page {
+			b[i] = 1
+		}
+		return b
+	}
+	locked := mapTable("000001.sst", 2*bound)
+	if err := syscall.Mlock(locked); err != nil {
+		t.Skipf("mlock of %d bytes refused here (RLIMIT_MEMLOCK): %v", 2*bound, err)
+	}
+	tr := newMappedTrimmer(Options{Dir: dir, MaxMappedResident: bound, Logger: slog.New(slog.DiscardHandler)})
+	defer tr.pagemap.Close()
+	if err := tr.check(); err != nil {
+		t.Fatal(err)
+	}
+	if tr.stuck != bound {
+		t.Fatalf("after the first pass: stuck %d, want the locked table's excess %d", tr.stuck, bound)
+	}
+	// The locked table goes (compacted away); a new, releasable one grows
+	// to 1.75 times the bound.
+	syscall.Munlock(locked)
+	syscall.Munmap(locked)
+	b := mapTable("000002.sst", bound+3*bound/4)
+	defer syscall.Munmap(b)
+	// Within mappedStuckEvery checks an exact pass finds the new table's
+	// pages releasable and pages them out.
+	for i := range mappedStuckEvery + 1 {
+		if err := tr.check(); err != nil {
+			t.Fatal(err)
+		}
+		if smapsResident(t, dir) <= bound {
+			return
+		}
+		if tr.sinceFull == 0 {
+			t.Fatalf("check %d: an exact pass left %d bytes resident, bound %d", i+1, smapsResident(t, dir), bound)
+		}
+	}
+	t.Fatalf("%d bytes of releasable table pages resident after %d checks, bound %d (stuck %d)", smapsResident(t, dir), mappedStuckEvery+1, bound, tr.stuck)
 }
 
 // TestParseMapping reads the lines of /proc/self/maps the trimmer acts on:
