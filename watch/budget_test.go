@@ -397,4 +397,23 @@ func TestBudgetWindowsShareTheirBound(t *testing.T) {
 	if got := b.Stats().Windows; got != wa {
 		t.Fatalf("after /b/ stopped: %d bytes of windows charged, want /a/'s %d", got, wa)
 	}
+	if w := window("/b/"); w != 0 {
+		t.Fatalf("a stopped cache reports a window of %d bytes", w)
+	}
+}
+
+// WindowTotalBytes defaults to 256 MiB, or to WindowBytes when that is
+// larger, so that a larger WindowBytes is not capped unasked.
+func TestWindowTotalBytesDefault(t *testing.T) {
+	for _, c := range []struct{ window, total, want int64 }{
+		{0, 0, DefaultWindowTotalBytes},
+		{512 << 20, 0, 512 << 20},
+		{512 << 20, 1 << 20, 1 << 20},
+		{0, -1, -1},
+	} {
+		s, err := Settings{WindowBytes: c.window, WindowTotalBytes: c.total}.withDefaults()
+		if err != nil || s.WindowTotalBytes != c.want {
+			t.Errorf("WindowBytes %d, WindowTotalBytes %d: got %d (%v), want %d", c.window, c.total, s.WindowTotalBytes, err, c.want)
+		}
+	}
 }

@@ -58,9 +58,12 @@ func (c *Cache) shutdown(err error) {
 	}
 	clear(c.watchers)
 	clear(c.synced)
+	for c.window.len() > 0 {
+		c.frameBytes.Add(-c.window.pop().detach())
+	}
 	c.window.reset()
-	c.budget.chargeWindow(c.windowShare, 0)
-	c.windowShare = 0
+	c.windowBytes = 0
+	c.chargeWindowLocked()
 	c.state, c.snap, c.retained = nil, nil, nil
 	c.budget.leave(c.share)
 	close(c.advanced)

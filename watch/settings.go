@@ -47,7 +47,8 @@ type Settings struct {
 	// window holds more than an equal share of the bound (the bound divided
 	// by the caches whose windows hold events) evicts its oldest events
 	// down to that share when it next applies events or progress. Default
-	// 256 MiB; negative: only WindowBytes bounds each window.
+	// 256 MiB, or WindowBytes if that is larger; negative: only WindowBytes
+	// bounds each window.
 	WindowTotalBytes int64
 
 	// StateBytes bounds the memory of the cache's copy of the current state
@@ -119,7 +120,7 @@ func (s Settings) withDefaults() (Settings, error) {
 		s.WindowBytes = DefaultWindowBytes
 	}
 	if s.WindowTotalBytes == 0 {
-		s.WindowTotalBytes = DefaultWindowTotalBytes
+		s.WindowTotalBytes = max(DefaultWindowTotalBytes, s.WindowBytes)
 	}
 	if s.StateBytes == 0 {
 		s.StateBytes = DefaultStateBytes
