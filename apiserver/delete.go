@@ -93,7 +93,8 @@ func checkListAnswer(r *http.Request, res *registry.Resource, c codec.Choice) er
 // listed objects go through a deletingSink into the list sink of c. As for a
 // streamed list, an error after the first bytes went out cuts the answer
 // short. It reports false, having done nothing, when c has no list sink (a
-// Table it cannot build, PartialObjectMetadata): the buffered path answers.
+// Table it cannot build, PartialObjectMetadata), which checkListAnswer
+// refuses first.
 func (s *Server) streamDeleteCollection(w http.ResponseWriter, r *http.Request, st *registry.Store, ns string, opts registry.DeleteOptions, c codec.Choice) bool {
 	lq, err := s.listOptions(queryOf(r), st)
 	if err != nil {
