@@ -51,19 +51,21 @@ func (c *Controllers) runNamespaceController(ctx context.Context) {
 			return
 		}
 		retry = nil
+		failures++
+		if err == nil {
+			failures = 0
+		} else {
+			c.cfg.Logger.Warn("namespace controller", "err", err)
+		}
 		switch {
+		case pending:
+			// Objects are still going (their finalizers, or a pass that
+			// just deleted some): look again soon, whatever else failed.
+			retry = time.After(c.cfg.Retry)
 		case err != nil:
 			// A failed pass is tried again, backing off up to Resync,
 			// rather than left to the next change or resync.
-			c.cfg.Logger.Warn("namespace controller", "err", err)
-			failures++
 			retry = time.After(c.retryAfter(failures))
-		case pending:
-			// Objects with finalizers are still going: look again soon.
-			failures = 0
-			retry = time.After(c.cfg.Retry)
-		default:
-			failures = 0
 		}
 	}
 }
