@@ -81,7 +81,10 @@ func (c *Controllers) retryAfter(failures int) time.Duration {
 }
 
 // watchPrefix calls fn after every change under prefix until ctx ends,
-// re-establishing the storage watch when it fails.
+// re-establishing the storage watch when it fails. It also calls fn once
+// each time the watch is established: a change made before then (right
+// after the process started, or while the watch was down) is seen by the
+// pass that call starts.
 func (c *Controllers) watchPrefix(ctx context.Context, prefix []byte, fn func()) {
 	for ctx.Err() == nil {
 		evs, err := c.reg.Storage().Watch(ctx, storage.WatchOptions{Prefix: prefix})
@@ -94,6 +97,7 @@ func (c *Controllers) watchPrefix(ctx context.Context, prefix []byte, fn func())
 			}
 			continue
 		}
+		fn()
 		for ev := range evs {
 			if ev.Type == storage.EventError {
 				break

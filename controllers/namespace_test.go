@@ -188,3 +188,35 @@ func TestNamespaceFailingHoldsNoOther(t *testing.T) {
 		t.Fatalf("mmm gone or tried only %d times: the test tested nothing", fd.failed.Load())
 	}
 }
+
+// slowWatch delays the controller's storage watch of namespaces (a watch
+// without progress reports; the watch caches ask for them) by delay.
+type slowWatch struct {
+	storage.Store
+	delay time.Duration
+}
+
+func (s slowWatch) Watch(ctx context.Context, opts storage.WatchOptions) (<-chan storage.Event, error) {
+	if opts.ProgressInterval == 0 && bytes.HasSuffix(opts.Prefix, []byte("/namespaces/")) {
+		time.Sleep(s.delay)
+	}
+	return s.Store.Watch(ctx, opts)
+}
+
+// TestNamespaceDeletedBeforeTheWatch: a namespace deleted while the
+// controller's watch of namespaces is still being set up (right after
+// start) is emptied and goes, not left until the next resync (30 s).
+func TestNamespaceDeletedBeforeTheWatch(t *testing.T) {
+	mem, err := badger.Open(badger.InMemoryOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mem.Close() })
+	reg := newRegistry(t, slowWatch{Store: mem, delay: 500 * time.Millisecond}, true)
+	run(t, reg)
+	time.Sleep(100 * time.Millisecond) // the first pass, which finds nothing to do, has run
+	create(t, reg, namespaces, "", registry.Object{"metadata": map[string]any{"name": "early"}})
+	create(t, reg, configMaps, "early", registry.Object{"metadata": map[string]any{"name": "c"}})
+	remove(t, reg, namespaces, "", "early", "")
+	eventually(t, "the namespace to go", func() bool { return !exists(t, reg, namespaces, "", "early") })
+}
