@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"time"
 
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/codec"
@@ -44,18 +43,17 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request, st *regist
 
 // handleDeleteCollection deletes every object of the collection that matches
 // the selectors and answers the list of deleted objects, as kube-apiserver.
-// The answer is negotiated as a list's and checked before anything is
-// deleted: a request that cannot be answered (406, or a Table option that
+// The answer is negotiated as a list's and its sink is made before anything
+// is deleted: a request that cannot be answered (406, or a Table option that
 // does not read) deletes nothing. The objects are deleted as they are listed
 // (one snapshot, read a page at a time) and the answer is streamed as they
 // go, in every representation of a list (protobuf past its buffer through a
 // temporary file, spoolSink), so that the server never holds the collection.
+// As for a streamed list, an error after the first bytes went out cuts the
+// answer short.
 func (s *Server) handleDeleteCollection(w http.ResponseWriter, r *http.Request, st *registry.Store, info requestInfo) {
 	p := payload{kind: bodyList, res: st.Resource()}
 	c, err := p.choose(r)
-	if err == nil {
-		err = checkListAnswer(r, st.Resource(), c)
-	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -65,41 +63,10 @@ func (s *Server) handleDeleteCollection(w http.ResponseWriter, r *http.Request, 
 		s.writeError(w, r, err)
 		return
 	}
-	if !s.streamDeleteCollection(w, r, st, info.Namespace, opts, c) {
-		// Not reached: checkListAnswer refuses what has no list sink.
-		s.writeError(w, r, meta.NewInternalError(fmt.Errorf("deletecollection: no list sink for %+v", c)))
-	}
-}
-
-// checkListAnswer returns the error a list answered in c would end with,
-// found without reading the list: PartialObjectMetadata (singular), a
-// Table option that does not read or a Table that cannot be built.
-func checkListAnswer(r *http.Request, res *registry.Resource, c codec.Choice) error {
-	switch c.As {
-	case codec.AsPartialObjectMetadata:
-		return metadataOfList(res)
-	case codec.AsTable:
-		include, err := tableInclude(r)
-		if err != nil {
-			return err
-		}
-		_, err = newTableBuilder(res, c.Version, include, time.Now())
-		return err
-	}
-	return nil
-}
-
-// streamDeleteCollection serves a deletecollection in representation c: the
-// listed objects go through a deletingSink into the list sink of c. As for a
-// streamed list, an error after the first bytes went out cuts the answer
-// short. It reports false, having done nothing, when c has no list sink (a
-// Table it cannot build, PartialObjectMetadata), which checkListAnswer
-// refuses first.
-func (s *Server) streamDeleteCollection(w http.ResponseWriter, r *http.Request, st *registry.Store, ns string, opts registry.DeleteOptions, c codec.Choice) bool {
 	lq, err := s.listOptions(queryOf(r), st)
 	if err != nil {
 		s.writeError(w, r, err)
-		return true
+		return
 	}
 	lo := lq.opts
 	lo.Limit, lo.Continue, lo.KeepItems = 0, "", false
@@ -110,23 +77,23 @@ func (s *Server) streamDeleteCollection(w http.ResponseWriter, r *http.Request, 
 		out = &indentWriter{w: sw}
 	}
 	var sink registry.ListSink
-	var ok bool
 	if c.Format == codec.FormatProtobuf {
 		var ps *protobufListSink
-		if ps, ok = s.deletedProtobufListSink(sw, st.Resource(), c); ok {
+		if ps, err = s.deletedProtobufListSink(sw, st.Resource(), c); err == nil {
 			defer ps.release()
 			spool := &spoolSink{ps: ps, log: s.log}
 			defer spool.close()
 			sink = spool
 		}
-	} else {
-		sink, ok = s.listSink(r, out, st.Resource(), c, &lo)
+	} else if sink, err = s.listSink(r, out, st.Resource(), c, &lo); err == nil && sink == nil {
+		err = meta.NewInternalError(fmt.Errorf("deletecollection: no list sink for %+v", c)) // every negotiated one has a sink
 	}
-	if !ok {
+	if err != nil {
 		sw.release()
-		return false
+		s.writeError(w, r, err)
+		return
 	}
-	err = st.List(r.Context(), ns, lo, &deletingSink{ctx: r.Context(), st: st, opts: opts, out: sink})
+	err = st.List(r.Context(), info.Namespace, lo, &deletingSink{ctx: r.Context(), st: st, opts: opts, out: sink})
 	if err == nil && pretty {
 		_, err = sw.Write(newline)
 	}
@@ -134,7 +101,6 @@ func (s *Server) streamDeleteCollection(w http.ResponseWriter, r *http.Request, 
 		err = sw.finish()
 	}
 	s.endStreamedList(w, r, sw, err)
-	return true
 }
 
 // deletingSink deletes each object of a list and hands the object as deleted

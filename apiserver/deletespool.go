@@ -35,19 +35,18 @@ type spoolSink struct {
 
 // deletedProtobufListSink returns the protobuf list sink of a
 // deletecollection's answer in c: it transcodes every item, since deleted
-// objects have no shared encodings. It reports false for a representation
-// it has no sink for (PartialObjectMetadata, singular).
-func (s *Server) deletedProtobufListSink(sw *streamWriter, res *registry.Resource, c codec.Choice) (*protobufListSink, bool) {
+// objects have no shared encodings.
+func (s *Server) deletedProtobufListSink(sw *streamWriter, res *registry.Resource, c codec.Choice) (*protobufListSink, error) {
 	switch c.As {
 	case "":
 		ps := newProtobufListSink(sw, s.protobufListBuffer, res.APIVersion(), res.ListKind, 1, 2)
 		ps.items = protobufItemEncoding{msg: res.Protobuf, kind: res.ListKind}
 		ps.appendItem = ps.items.transcode
-		return ps, true
+		return ps, nil
 	case codec.AsPartialObjectMetadataList:
-		return s.metadataProtobufListSink(sw, c.Version), true
+		return s.metadataProtobufListSink(sw, c.Version), nil
 	}
-	return nil, false
+	return nil, metadataOfList(res) // a Table is never protobuf: PartialObjectMetadata
 }
 
 var errSpoolReplay = errors.New("deletecollection: the second pass does not start where the spool does")

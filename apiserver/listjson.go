@@ -65,17 +65,17 @@ var (
 )
 
 // tableListSink writes a list as a meta.k8s.io Table of the given version:
-// the column definitions in its head, a row per item. It reports false when
-// the request's includeObject or the table's columns do not read, for the
-// buffered path to answer the error.
-func tableListSink(r *http.Request, w io.Writer, res *registry.Resource, version string) (*jsonListSink, bool) {
+// the column definitions in its head, a row per item. It fails, before
+// anything is read, when the request's includeObject or the table's columns
+// do not read.
+func tableListSink(r *http.Request, w io.Writer, res *registry.Resource, version string) (*jsonListSink, error) {
 	include, err := tableInclude(r)
 	if err != nil {
-		return nil, false
+		return nil, err
 	}
 	b, err := newTableBuilder(res, version, include, time.Now())
 	if err != nil {
-		return nil, false
+		return nil, err
 	}
 	return &jsonListSink{w: w, head: func(h registry.ListHead) []byte {
 		head := make([]byte, 0, 2048)
@@ -98,7 +98,7 @@ func tableListSink(r *http.Request, w io.Writer, res *registry.Resource, version
 			return dst, meta.NewInternalError(err)
 		}
 		return append(dst, rb...), nil
-	}}, true
+	}}, nil
 }
 
 // metadataJSONListSink writes a list as a PartialObjectMetadataList of the

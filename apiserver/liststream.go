@@ -38,15 +38,19 @@ func (s *Server) streamList(w http.ResponseWriter, r *http.Request, st *registry
 	if pretty {
 		out = &indentWriter{w: sw}
 	}
-	sink, ok := s.listSink(r, out, st.Resource(), c, &opts)
-	if !ok {
+	sink, err := s.listSink(r, out, st.Resource(), c, &opts)
+	if sink == nil || err != nil {
 		sw.release()
+		if err != nil {
+			s.writeError(w, r, err)
+			return true
+		}
 		return false
 	}
 	if ps, isProtobuf := sink.(*protobufListSink); isProtobuf {
 		defer ps.release()
 	}
-	err := st.List(r.Context(), ns, opts, sink)
+	err = st.List(r.Context(), ns, opts, sink)
 	if err == nil && pretty {
 		_, err = sw.Write(newline) // as the buffered path ends an indented document
 	}
@@ -70,26 +74,30 @@ func (s *Server) streamsList(r *http.Request, c codec.Choice, opts *registry.Lis
 	return true
 }
 
-// listSink returns the sink that writes a list of res to sw in
+// listSink returns the sink that writes a list of res to out in
 // representation c, and sets what it needs in opts (the shared encodings,
-// the replay of a second pass). It reports false for a representation it
-// does not stream, or a Table it cannot build: the buffered path answers
-// that request. YAML is the JSON list of the same representation,
-// converted as it goes.
-func (s *Server) listSink(r *http.Request, out io.Writer, res *registry.Resource, c codec.Choice, opts *registry.ListOptions) (registry.ListSink, bool) {
+// the replay of a second pass). YAML is the JSON list of the same
+// representation, converted as it goes. It fails, before anything is read,
+// for a list that cannot be answered in c (PartialObjectMetadata, singular;
+// a Table option that does not read); it returns no sink and no error for a
+// representation it does not stream, which the buffered path answers.
+func (s *Server) listSink(r *http.Request, out io.Writer, res *registry.Resource, c codec.Choice, opts *registry.ListOptions) (registry.ListSink, error) {
+	if c.As == codec.AsPartialObjectMetadata {
+		return nil, metadataOfList(res)
+	}
 	if sw, ok := out.(*streamWriter); ok && c.Format == codec.FormatProtobuf { // protobuf is never indented
 		switch c.As {
 		case "":
 			opts.Replay = true
-			return s.objectProtobufListSink(sw, res, opts), true
+			return s.objectProtobufListSink(sw, res, opts), nil
 		case codec.AsPartialObjectMetadataList:
 			opts.Replay = true
-			return s.metadataProtobufListSink(sw, c.Version), true
+			return s.metadataProtobufListSink(sw, c.Version), nil
 		}
-		return nil, false
+		return nil, nil
 	}
 	if c.Format != codec.FormatJSON && c.Format != codec.FormatYAML {
-		return nil, false
+		return nil, nil
 	}
 	var (
 		j   *jsonListSink
@@ -99,20 +107,20 @@ func (s *Server) listSink(r *http.Request, out io.Writer, res *registry.Resource
 	case "":
 		j = &jsonListSink{w: out, res: res}
 	case codec.AsTable:
-		var ok bool
-		if j, ok = tableListSink(r, out, res, c.Version); !ok {
-			return nil, false
+		var err error
+		if j, err = tableListSink(r, out, res, c.Version); err != nil {
+			return nil, err
 		}
 		key = "rows"
 	case codec.AsPartialObjectMetadataList:
 		j = metadataJSONListSink(out, c.Version)
 	default:
-		return nil, false
+		return nil, nil
 	}
 	if c.Format == codec.FormatYAML {
-		return newYAMLListSink(out, j, key), true
+		return newYAMLListSink(out, j, key), nil
 	}
-	return j, true
+	return j, nil
 }
 
 // endStreamedList answers a streamed list that ended with err (nil: the

@@ -74,9 +74,9 @@ func FuzzYAMLListSink(f *testing.F) {
 		}
 		want := bytes.Join(chunks, nil)
 		var got bytes.Buffer
-		sink, ok := s.listSink(r, &got, &res, c, &registry.ListOptions{})
-		if !ok {
-			t.Fatalf("%+v: no sink", fm)
+		sink, err := s.listSink(r, &got, &res, c, &registry.ListOptions{})
+		if sink == nil || err != nil {
+			t.Fatalf("%+v: no sink (%v)", fm, err)
 		}
 		if err := sink.Begin(h); err != nil {
 			t.Fatal(err)
