@@ -93,10 +93,7 @@ func (b *Budget) join(c *Cache) *share {
 func (b *Budget) leave(s *share) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if s.kept {
-		b.used -= s.bytes
-	}
-	s.bytes, s.kept = 0, false
+	b.releaseLocked(s)
 	delete(b.shares, s)
 }
 
@@ -201,10 +198,14 @@ func (b *Budget) readmit(s *share, n int64) bool {
 func (b *Budget) release(s *share) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.releaseLocked(s)
+}
+
+func (b *Budget) releaseLocked(s *share) {
 	if s.kept {
 		b.used -= s.bytes
-		s.bytes, s.kept = 0, false
 	}
+	s.bytes, s.kept = 0, false
 }
 
 // dropped reports whether s is still dropped since drop number gen.

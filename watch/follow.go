@@ -58,12 +58,7 @@ func (c *Cache) shutdown(err error) {
 	}
 	clear(c.watchers)
 	clear(c.synced)
-	for c.window.len() > 0 {
-		c.frameBytes.Add(-c.window.pop().detach())
-	}
-	c.window.reset()
-	c.windowBytes = 0
-	c.chargeWindowLocked()
+	c.clearWindowLocked()
 	c.state, c.snap, c.retained = nil, nil, nil
 	c.budget.leave(c.share)
 	close(c.advanced)
@@ -81,9 +76,7 @@ func (c *Cache) list() error {
 		// A relist: the old state goes now (its watchers are about to end),
 		// so that the new one is charged alone.
 		c.budget.shrink(c.share, c.stateBytes.Load()+c.encBytes.Load())
-		c.state, c.snap, c.retained = nil, nil, nil
-		c.stateBytes.Store(0)
-		c.encBytes.Store(0)
+		c.clearStateLocked()
 	}
 	c.mu.Unlock()
 	var state *stateTree
@@ -137,12 +130,7 @@ func (c *Cache) list() error {
 		}
 		clear(c.synced)
 	}
-	for c.window.len() > 0 {
-		c.frameBytes.Add(-c.window.pop().detach())
-	}
-	c.window.reset()
-	c.windowBytes = 0
-	c.chargeWindowLocked()
+	c.clearWindowLocked()
 	if c.state != nil {
 		// Brought back while this list ran: the list replaces it.
 		c.budget.shrink(c.share, c.stateBytes.Load()+c.encBytes.Load())
@@ -285,18 +273,12 @@ func (c *Cache) applyStateLocked(ev *Event) {
 	}
 	c.stateRev, c.snap = ev.Revision, nil
 	var freed, added int64
-	if ev.Type == Deleted {
-		if old, ok := c.state.Delete(&Object{Key: ev.Key()}); ok {
-			freed = old.size() + old.keptSize()
-			c.stateBytes.Add(-old.size())
-			c.encBytes.Add(-old.keptSize())
-		}
-	} else {
-		if old, ok := c.state.ReplaceOrInsert(ev.Object); ok {
-			freed = old.size() + old.keptSize()
-			c.stateBytes.Add(-old.size())
-			c.encBytes.Add(-old.keptSize())
-		}
+	if old, ok := applyToState(c.state, ev); ok {
+		freed = old.size() + old.keptSize()
+		c.stateBytes.Add(-old.size())
+		c.encBytes.Add(-old.keptSize())
+	}
+	if ev.Type != Deleted {
 		added = ev.Object.size()
 		c.stateBytes.Add(added)
 	}
@@ -308,6 +290,15 @@ func (c *Cache) applyStateLocked(ev *Event) {
 	}
 }
 
+// applyToState applies ev to state and returns the object it replaced or
+// deleted, if any.
+func applyToState(state *stateTree, ev *Event) (old *Object, ok bool) {
+	if ev.Type == Deleted {
+		return state.Delete(&Object{Key: ev.Key()})
+	}
+	return state.ReplaceOrInsert(ev.Object)
+}
+
 // dropStateLocked drops the state (its budget share is released already);
 // size is about what it took, for a later readmission.
 func (c *Cache) dropStateLocked(size int64) {
@@ -315,11 +306,16 @@ func (c *Cache) dropStateLocked(size int64) {
 		c.log.Info("watch cache: state dropped to keep the memory budget; reads come from storage",
 			"objects", c.state.Len(), "bytes", size)
 	}
+	c.clearStateLocked()
+	c.estimate = size
+	c.readmitAt.Store(time.Now().UnixNano())
+}
+
+// clearStateLocked forgets the state and what it holds.
+func (c *Cache) clearStateLocked() {
 	c.state, c.snap, c.retained = nil, nil, nil
 	c.stateBytes.Store(0)
 	c.encBytes.Store(0)
-	c.estimate = size
-	c.readmitAt.Store(time.Now().UnixNano())
 }
 
 // budgetDropped drops the state after the budget took its share back for
@@ -350,6 +346,17 @@ func (c *Cache) evictLocked(now time.Time) {
 		c.frameBytes.Add(-ev.detach())
 		c.oldest = ev.Revision
 	}
+	c.chargeWindowLocked()
+}
+
+// clearWindowLocked empties the window (its events' frames detached) and
+// charges it as empty.
+func (c *Cache) clearWindowLocked() {
+	for c.window.len() > 0 {
+		c.frameBytes.Add(-c.window.pop().detach())
+	}
+	c.window.reset()
+	c.windowBytes = 0
 	c.chargeWindowLocked()
 }
 

@@ -60,25 +60,21 @@ func (c *Cache) readmit() {
 		if ev.Revision <= rev {
 			continue
 		}
-		if ev.Type == Deleted {
-			if old, ok := state.Delete(&Object{Key: ev.Key()}); ok {
-				size -= old.size()
-			}
-			continue
-		}
-		if old, ok := state.ReplaceOrInsert(ev.Object); ok {
+		if old, ok := applyToState(state, ev); ok {
 			size -= old.size()
 		}
-		size += ev.Object.size()
+		if ev.Type != Deleted {
+			size += ev.Object.size()
+		}
 	}
 	if !c.budget.readmit(c.share, size) {
 		c.estimate = size
 		return
 	}
 	c.share.touch() // the read that asked for it: not the coldest at once
-	c.state, c.snap, c.retained = state, nil, nil
+	c.clearStateLocked()
+	c.state = state
 	c.stateBytes.Store(size)
-	c.encBytes.Store(0)
 	c.stateRev = c.rev.Load()
 	c.log.Info("watch cache: state brought back into the memory budget", "objects", state.Len(), "bytes", size)
 }
