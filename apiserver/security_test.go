@@ -490,7 +490,17 @@ func TestMetrics(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 		got = gatherFlat(t, reg)
 	}
+	// The watch started the configmaps' cache: a write after it is in its
+	// window, which the budget's metrics show.
+	do(t, ts, "POST", cmPath, `{"metadata":{"name":"m2"}}`, admin...)
+	for deadline := time.Now().Add(5 * time.Second); got["kapi_watch_cache_window_bytes"] == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		got = gatherFlat(t, reg)
+	}
 	for key, want := range map[string]float64{
+		"kapi_watch_cache_window_bytes": 1,
+		"kapi_watch_cache_states":       1,
+		"kapi_watch_cache_state_bytes":  1,
 		"apiserver_request_total,code=201,component=apiserver,group=,resource=configmaps,scope=namespace,subresource=,verb=create,version=v1": 1,
 		"apiserver_request_total,code=200,component=apiserver,group=,resource=configmaps,scope=resource,subresource=,verb=get,version=v1":     1,
 		"apiserver_request_total,code=404,component=apiserver,group=,resource=configmaps,scope=resource,subresource=,verb=get,version=v1":     1,
@@ -510,13 +520,15 @@ func TestMetrics(t *testing.T) {
 	}
 	// Exact counts where no other request shares the labels.
 	for key, want := range map[string]float64{
-		"apiserver_request_total,code=200,component=apiserver,group=,resource=configmaps,scope=resource,subresource=,verb=get,version=v1":    2,
-		"apiserver_request_duration_seconds,component=apiserver,group=,resource=configmaps,scope=resource,subresource=,verb=get,version=v1":  4, // two 200s and the two 404s
-		"apiserver_current_inflight_requests,request_kind=mutating":                                                                          0,
-		"apiserver_flowcontrol_nominal_limit_seats,priority_level=mutating":                                                                  200,
-		"apiserver_flowcontrol_nominal_limit_seats,priority_level=readOnly":                                                                  400,
-		"apiserver_flowcontrol_current_executing_seats,priority_level=readOnly":                                                              0,
-		"apiserver_flowcontrol_current_inqueue_requests,priority_level=readOnly":                                                             0,
+		"apiserver_request_total,code=200,component=apiserver,group=,resource=configmaps,scope=resource,subresource=,verb=get,version=v1":   2,
+		"apiserver_request_duration_seconds,component=apiserver,group=,resource=configmaps,scope=resource,subresource=,verb=get,version=v1": 4, // two 200s and the two 404s
+		"apiserver_current_inflight_requests,request_kind=mutating":                                                                         0,
+		"apiserver_flowcontrol_nominal_limit_seats,priority_level=mutating":                                                                 200,
+		"apiserver_flowcontrol_nominal_limit_seats,priority_level=readOnly":                                                                 400,
+		"apiserver_flowcontrol_current_executing_seats,priority_level=readOnly":                                                             0,
+		"apiserver_flowcontrol_current_inqueue_requests,priority_level=readOnly":                                                            0,
+		"kapi_watch_cache_budget_bytes":   256 << 20,
+		"kapi_watch_cache_states_dropped": 0,
 		"apiserver_request_total,code=405,component=apiserver,group=,resource=,scope=,subresource=,verb=other,version=":                      1,
 		"apiserver_request_total,code=404,component=apiserver,group=,resource=,scope=,subresource=,verb=list,version=":                       1,
 		"apiserver_request_total,code=404,component=apiserver,group=,resource=configmaps,scope=resource,subresource=,verb=get,version=v1":    2, // the missing object and the teacup subresource
