@@ -306,25 +306,31 @@ func ignoreNotFound(err error) error {
 
 // registerBudgetMetrics exports the watch caches' memory budget.
 func registerBudgetMetrics(r prometheus.Registerer, reg *registry.Registry) error {
-	stat := func(f func(watch.BudgetStats) float64) func() float64 {
-		return func() float64 { return f(reg.WatchBudget()) }
-	}
-	for _, c := range []prometheus.Collector{
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kapi_watch_cache_budget_bytes", Help: "Memory budget of the watch caches' states (Settings.StateBytes)."},
-			stat(func(s watch.BudgetStats) float64 { return float64(s.Limit) })),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kapi_watch_cache_state_bytes", Help: "Bytes of the watch caches' kept states and encodings, charged to the budget."},
-			stat(func(s watch.BudgetStats) float64 { return float64(s.Used) })),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kapi_watch_cache_states", Help: "Watch caches whose state is kept in memory."},
-			stat(func(s watch.BudgetStats) float64 { return float64(s.States) })),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kapi_watch_cache_states_dropped", Help: "Watch caches whose state is dropped to keep the budget (their reads come from storage)."},
-			stat(func(s watch.BudgetStats) float64 { return float64(s.Dropped) })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kapi_watch_cache_state_drops_total", Help: "States dropped to keep the budget."},
-			stat(func(s watch.BudgetStats) float64 { return float64(s.Drops) })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kapi_watch_cache_state_readmissions_total", Help: "Dropped states brought back once the budget had room."},
-			stat(func(s watch.BudgetStats) float64 { return float64(s.Readmit) })),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kapi_watch_cache_window_bytes", Help: "Bytes of the watch caches' windows of recent events, together (bounded by Settings.WindowTotalBytes)."},
-			stat(func(s watch.BudgetStats) float64 { return float64(s.Windows) })),
+	for _, m := range []struct {
+		name, help string
+		counter    bool
+		stat       func(watch.BudgetStats) int64
+	}{
+		{"kapi_watch_cache_budget_bytes", "Memory budget of the watch caches' states (Settings.StateBytes).", false,
+			func(s watch.BudgetStats) int64 { return s.Limit }},
+		{"kapi_watch_cache_state_bytes", "Bytes of the watch caches' kept states and encodings, charged to the budget.", false,
+			func(s watch.BudgetStats) int64 { return s.Used }},
+		{"kapi_watch_cache_states", "Watch caches whose state is kept in memory.", false,
+			func(s watch.BudgetStats) int64 { return int64(s.States) }},
+		{"kapi_watch_cache_states_dropped", "Watch caches whose state is dropped to keep the budget (their reads come from storage).", false,
+			func(s watch.BudgetStats) int64 { return int64(s.Dropped) }},
+		{"kapi_watch_cache_state_drops_total", "States dropped to keep the budget.", true,
+			func(s watch.BudgetStats) int64 { return s.Drops }},
+		{"kapi_watch_cache_state_readmissions_total", "Dropped states brought back once the budget had room.", true,
+			func(s watch.BudgetStats) int64 { return s.Readmit }},
+		{"kapi_watch_cache_window_bytes", "Bytes of the watch caches' windows of recent events, together (bounded by Settings.WindowTotalBytes).", false,
+			func(s watch.BudgetStats) int64 { return s.Windows }},
 	} {
+		value := func() float64 { return float64(m.stat(reg.WatchBudget())) }
+		var c prometheus.Collector = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: m.name, Help: m.help}, value)
+		if m.counter {
+			c = prometheus.NewCounterFunc(prometheus.CounterOpts{Name: m.name, Help: m.help}, value)
+		}
 		if err := r.Register(c); err != nil {
 			return err
 		}
