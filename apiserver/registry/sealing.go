@@ -90,34 +90,9 @@ func (v sealingStorage) Watch(ctx context.Context, opts storage.WatchOptions) (<
 	if !v.s.overlaps(opts.Prefix) {
 		return v.Store.Watch(ctx, opts)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	in, err := v.Store.Watch(ctx, opts)
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	out := make(chan storage.Event, cap(in))
-	go func() {
-		defer close(out)
-		defer func() {
-			cancel()
-			for range in { // let the backend's watch end
-			}
-		}()
-		for ev := range in {
-			if ev.Type == storage.EventPut || ev.Type == storage.EventDelete {
-				ev.Value = v.out(ev.Key, ev.Value)
-				ev.PrevValue = v.out(ev.Key, ev.PrevValue)
-			}
-			select {
-			case out <- ev:
-			case <-ctx.Done():
-				return
-			}
-			if ev.Type == storage.EventError {
-				return
-			}
-		}
-	}()
-	return out, nil
+	return mapWatch(ctx, v.Store, opts, func(ev storage.Event) storage.Event {
+		ev.Value = v.out(ev.Key, ev.Value)
+		ev.PrevValue = v.out(ev.Key, ev.PrevValue)
+		return ev
+	})
 }

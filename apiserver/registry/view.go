@@ -145,41 +145,16 @@ func (v convertingStorage) Delete(ctx context.Context, key []byte, expectedRevis
 // ends the watch with an error event naming the key (and the backend's
 // watch with it).
 func (v convertingStorage) Watch(ctx context.Context, opts storage.WatchOptions) (<-chan storage.Event, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	in, err := v.Store.Watch(ctx, opts)
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	out := make(chan storage.Event, cap(in))
-	go func() {
-		defer close(out)
-		defer func() {
-			cancel()
-			for range in { // let the backend's watch end
-			}
-		}()
-		for ev := range in {
-			if ev.Type == storage.EventPut || ev.Type == storage.EventDelete {
-				var err error
-				if ev.Value, err = v.out(ev.Key, ev.Value); err == nil && !v.rawPrev {
-					ev.PrevValue, err = v.out(ev.Key, ev.PrevValue)
-				}
-				if err != nil {
-					ev = storage.Event{Type: storage.EventError, Err: err}
-				}
-			}
-			select {
-			case out <- ev:
-			case <-ctx.Done():
-				return
-			}
-			if ev.Type == storage.EventError {
-				return
-			}
+	return mapWatch(ctx, v.Store, opts, func(ev storage.Event) storage.Event {
+		var err error
+		if ev.Value, err = v.out(ev.Key, ev.Value); err == nil && !v.rawPrev {
+			ev.PrevValue, err = v.out(ev.Key, ev.PrevValue)
 		}
-	}()
-	return out, nil
+		if err != nil {
+			return storage.Event{Type: storage.EventError, Err: err}
+		}
+		return ev
+	})
 }
 
 // forCache returns the storage a watch cache follows and the conversion
