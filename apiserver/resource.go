@@ -31,7 +31,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	case "watch":
 		s.handleWatch(w, r, st, info)
 	case "create":
-		if info.Name != "" {
+		if info.Name != "" || allNamespaces(st, info) {
 			s.writeError(w, r, meta.NewMethodNotAllowed(r.Method, ""))
 			return
 		}
@@ -51,7 +51,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	case "delete":
 		s.handleDelete(w, r, st, info)
 	case "deletecollection":
-		if st.Resource().Resource == "namespaces" {
+		if st.Resource().Resource == "namespaces" || allNamespaces(st, info) {
 			s.writeError(w, r, meta.NewMethodNotAllowed(r.Method, ""))
 			return
 		}
@@ -59,6 +59,14 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	default:
 		s.writeError(w, r, meta.NewMethodNotAllowed(r.Method, ""))
 	}
+}
+
+// allNamespaces reports a collection of a namespaced type across every
+// namespace: it can be read and watched, but as in Kubernetes nothing is
+// created in it and it is not deleted as a whole (a client that forgot its
+// namespace must not delete every namespace's objects).
+func allNamespaces(st *registry.Store, info requestInfo) bool {
+	return st.Resource().Namespaced && info.Namespace == ""
 }
 
 // resolveResource reads what a resource request is about, notes it for the
