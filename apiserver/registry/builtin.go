@@ -36,9 +36,10 @@ func Namespaces() Resource {
 		Schema: mustSchema(`{"type":"object","description":"Namespace provides a scope for Names.","properties":{` + typeMetaProps + `,
 "spec":{"type":"object","description":"Spec defines the behavior of the Namespace.","properties":{"finalizers":{"type":"array","items":{"type":"string"},"description":"Finalizers is an opaque list of values that must be empty to permanently remove object from storage."}}},
 "status":{"type":"object","description":"Status describes the current status of a Namespace.","properties":{"phase":{"type":"string","description":"Phase is the current lifecycle phase of the namespace."},"conditions":{"type":"array","items":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}}}}`),
-		Subresources: Subresources{Status: true},
-		Admission:    []AdmissionHook{immortalNamespaces},
-		Protobuf:     namespaceMessage,
+		Subresources:     Subresources{Status: true},
+		SelectableFields: []string{".status.phase"},
+		Admission:        []AdmissionHook{immortalNamespaces},
+		Protobuf:         namespaceMessage,
 		PrinterColumns: []Column{
 			{Name: "Status", Type: "string", JSONPath: ".status.phase", Description: "The phase of the namespace."},
 			ageColumn,

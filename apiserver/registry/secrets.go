@@ -53,7 +53,8 @@ func Secrets() Resource {
 "stringData":{"type":"object","additionalProperties":{"type":"string"},"description":"stringData allows specifying non-binary secret data in string form. It is provided as a write-only input field for convenience. All keys and values are merged into the data field on write, overwriting any existing values. The stringData field is never output when reading from the API."},
 "type":{"type":"string","description":"Used to facilitate programmatic handling of secret data."},
 "immutable":{"type":"boolean","description":"Immutable, if set to true, ensures that data stored in the Secret cannot be updated (only object metadata can be modified)."}}}`),
-		Protobuf: secretMessage,
+		Protobuf:         secretMessage,
+		SelectableFields: []string{".type"},
 		PrinterColumns: []Column{
 			{Name: "Type", Type: "string", JSONPath: ".type", Description: "Used to facilitate programmatic handling of secret data."},
 			{Name: "Data", Type: "integer", Description: "The number of keys in data.", Value: func(obj Object) any {
