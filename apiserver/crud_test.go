@@ -299,3 +299,27 @@ func TestDeleteCollectionAndPreconditions(t *testing.T) {
 		t.Fatal("dry-run delete removed the object")
 	}
 }
+
+// TestLongNames: a name too long for any storage key names no object: reads,
+// updates and deletes are 404 (as in kube-apiserver, whose etcd just finds
+// nothing) and an apply that would create it is 422, never a 500.
+func TestLongNames(t *testing.T) {
+	_, ts := newTestServer(t)
+	long := strings.Repeat("a", 5000)
+	for _, c := range []struct{ method, path, body, ctype string }{
+		{"GET", cmPath + "/" + long, "", ""},
+		{"DELETE", cmPath + "/" + long, "", ""},
+		{"PUT", cmPath + "/" + long, `{"metadata":{"name":"` + long + `","resourceVersion":"1"}}`, ""},
+		{"PATCH", cmPath + "/" + long, `{"data":{"a":"b"}}`, "application/merge-patch+json"},
+		{"GET", "/api/v1/namespaces/" + long + "/configmaps/x", "", ""},
+		{"GET", wdPath + "/" + long, "", ""},
+	} {
+		var h []string
+		if c.ctype != "" {
+			h = []string{"Content-Type", c.ctype}
+		}
+		do(t, ts, c.method, c.path, c.body, h...).status(t, 404, meta.StatusReasonNotFound)
+	}
+	apply := do(t, ts, "PATCH", cmPath+"/"+long+"?fieldManager=m", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"`+long+`"}}`, "Content-Type", "application/apply-patch+yaml")
+	apply.status(t, 422, meta.StatusReasonInvalid)
+}

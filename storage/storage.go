@@ -221,7 +221,10 @@ var (
 	ErrFutureRev     = errors.New("storage: revision not yet available")
 	ErrClosed        = errors.New("storage: store closed")
 	ErrInvalid       = errors.New("storage: invalid argument")
-	ErrTooLarge      = errors.New("storage: value too large")
+	// ErrKeyTooLong: a key is longer than the backend accepts, so no value
+	// can be stored under it; it matches ErrInvalid too.
+	ErrKeyTooLong = fmt.Errorf("%w: key too long", ErrInvalid)
+	ErrTooLarge   = errors.New("storage: value too large")
 
 	// ErrNoSpace: a write was refused because the volume holding the store
 	// is (nearly) full. Reads continue; writes resume once space is freed.

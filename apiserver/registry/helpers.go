@@ -22,7 +22,8 @@ func storageError(err error, gr meta.GroupResource, name string) error {
 	var compacted *storage.CompactedError
 	var future *storage.FutureRevisionError
 	switch {
-	case errors.Is(err, storage.ErrNotFound):
+	case errors.Is(err, storage.ErrNotFound), errors.Is(err, storage.ErrKeyTooLong):
+		// No object can have a name whose key the storage refuses.
 		return meta.NewNotFound(gr, name)
 	case errors.Is(err, storage.ErrAlreadyExists):
 		return meta.NewAlreadyExists(gr, name)

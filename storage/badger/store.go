@@ -490,7 +490,7 @@ func (s *Store) checkKey(key []byte) error {
 	case len(key) == 0:
 		return fmt.Errorf("empty key: %w", storage.ErrInvalid)
 	case len(key) > s.opts.MaxKeySize:
-		return fmt.Errorf("key of %d bytes exceeds the limit of %d: %w", len(key), s.opts.MaxKeySize, storage.ErrInvalid)
+		return fmt.Errorf("key of %d bytes exceeds the limit of %d: %w", len(key), s.opts.MaxKeySize, storage.ErrKeyTooLong)
 	}
 	return nil
 }

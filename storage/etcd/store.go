@@ -200,7 +200,7 @@ func (s *Store) checkKey(k []byte) error {
 		return fmt.Errorf("%w: empty key", storage.ErrInvalid)
 	}
 	if len(k) > s.opts.MaxKeySize {
-		return fmt.Errorf("%w: key of %d bytes exceeds the limit of %d", storage.ErrInvalid, len(k), s.opts.MaxKeySize)
+		return fmt.Errorf("%w: %d bytes exceed the limit of %d", storage.ErrKeyTooLong, len(k), s.opts.MaxKeySize)
 	}
 	return nil
 }

@@ -214,8 +214,21 @@ func testInvalidArguments(t *testing.T, s *suite) {
 	isInvalid("Get empty key", err)
 	_, err = st.Get(ctx, []byte("inv/a"), -1)
 	isInvalid("Get negative revision", err)
-	_, err = st.Create(ctx, bytes.Repeat([]byte("k"), 1<<20), []byte("x"))
-	isInvalid("Create 1 MiB key", err)
+	long := bytes.Repeat([]byte("k"), 1<<20)
+	isTooLong := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, storage.ErrKeyTooLong) || !errors.Is(err, storage.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrKeyTooLong", what, err)
+		}
+	}
+	_, err = st.Create(ctx, long, []byte("x"))
+	isTooLong("Create 1 MiB key", err)
+	_, err = st.Get(ctx, long, 0)
+	isTooLong("Get 1 MiB key", err)
+	_, err = st.Update(ctx, long, []byte("x"), 0)
+	isTooLong("Update 1 MiB key", err)
+	_, _, err = st.Delete(ctx, long, 0)
+	isTooLong("Delete 1 MiB key", err)
 	_, err = st.Update(ctx, []byte("inv/a"), []byte("y"), -1)
 	isInvalid("Update negative expected revision", err)
 	_, err = st.List(ctx, storage.ListOptions{})
