@@ -133,6 +133,8 @@ func (gc *garbageCollector) build(ctx context.Context, prefix []byte) (int64, er
 // fails or the set of types changes (the caller then starts again from a
 // fresh list).
 func (gc *garbageCollector) run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx) // ends the storage watch with this run
+	defer cancel()
 	prefix := []byte(gc.c.reg.KeyPrefix())
 	rev, err := gc.build(ctx, prefix)
 	if err != nil {
