@@ -326,6 +326,7 @@ func TestOptions(t *testing.T) {
 		{Dir: "/x", MaxValueSize: 3 << 20}, // 3 MiB needs a 22 MiB memtable
 		{Dir: "/x", MaxBatchWrites: -1},
 		{Dir: "/x", WatchBufferSize: -5},
+		{Dir: "/x", WatchBufferBytes: -1},
 		{Dir: "/x", CompactionInterval: -time.Second},
 	}
 	for _, b := range bad {

@@ -16,6 +16,7 @@ const (
 	DefaultCompactionInterval = 30 * time.Second
 	DefaultMaxBatchWrites     = 1024
 	DefaultWatchBufferSize    = 10_000
+	DefaultWatchBufferBytes   = 64 << 20 // 64 MiB
 	DefaultMemTableSize       = 16 << 20 // 16 MiB: a quarter of Badger's default, see MemTableSize
 	DefaultBlockCacheSize     = 64 << 20 // with Compress only
 	DefaultMinFreeSpace       = 128 << 20
@@ -86,6 +87,11 @@ type Options struct {
 	// watcher is considered hopelessly behind; it then drops its buffer and
 	// catches up from the change log (see Store.Watch). Default 10,000.
 	WatchBufferSize int
+
+	// WatchBufferBytes bounds the same buffer by the bytes of its events'
+	// keys and values: a watcher of large values falls behind on bytes long
+	// before it has 10,000 of them. Default 64 MiB.
+	WatchBufferBytes int64
 
 	// MemTableSize is Badger's memtable size in bytes. Default 16 MiB; at
 	// least 8 MiB. It bounds MaxValueSize (see there). Each memtable's arena
@@ -184,6 +190,7 @@ func DefaultOptions(dir string) Options {
 		CompactionInterval: DefaultCompactionInterval,
 		MaxBatchWrites:     DefaultMaxBatchWrites,
 		WatchBufferSize:    DefaultWatchBufferSize,
+		WatchBufferBytes:   DefaultWatchBufferBytes,
 		MemTableSize:       DefaultMemTableSize,
 		MinFreeSpace:       DefaultMinFreeSpace,
 		MaxWriteWait:       DefaultMaxWriteWait,
@@ -236,6 +243,9 @@ func (o Options) WithMaxBatchWrites(n int) Options { o.MaxBatchWrites = n; retur
 
 // WithWatchBufferSize returns o with WatchBufferSize set. Default 10,000 events.
 func (o Options) WithWatchBufferSize(n int) Options { o.WatchBufferSize = n; return o }
+
+// WithWatchBufferBytes returns o with WatchBufferBytes set. Default 64 MiB.
+func (o Options) WithWatchBufferBytes(n int64) Options { o.WatchBufferBytes = n; return o }
 
 // WithMemTableSize returns o with MemTableSize set. Default 16 MiB.
 func (o Options) WithMemTableSize(n int64) Options { o.MemTableSize = n; return o }
@@ -290,6 +300,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.WatchBufferSize == 0 {
 		o.WatchBufferSize = def.WatchBufferSize
 	}
+	if o.WatchBufferBytes == 0 {
+		o.WatchBufferBytes = def.WatchBufferBytes
+	}
 	if o.MemTableSize == 0 {
 		o.MemTableSize = def.MemTableSize
 	}
@@ -330,6 +343,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("badger: options: MaxBatchWrites %d must be positive", o.MaxBatchWrites)
 	case o.WatchBufferSize < 1:
 		return o, fmt.Errorf("badger: options: WatchBufferSize %d must be positive", o.WatchBufferSize)
+	case o.WatchBufferBytes < 1:
+		return o, fmt.Errorf("badger: options: WatchBufferBytes %d must be positive", o.WatchBufferBytes)
 	case o.RecoveryInterval < 0:
 		return o, fmt.Errorf("badger: options: RecoveryInterval %v is negative", o.RecoveryInterval)
 	case o.BlockCacheSize < 0:

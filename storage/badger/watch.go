@@ -30,8 +30,8 @@ import (
 // batch published afterwards has revisions above S and reaches its buffer.
 // Otherwise it replays the (short) rest of the log and tries again.
 //
-// A synced watcher whose buffer exceeds Options.WatchBufferSize is hopelessly
-// behind: publish drops its buffer and sends it back to catching up from the
+// A synced watcher whose buffer exceeds Options.WatchBufferSize events or
+// Options.WatchBufferBytes is hopelessly behind: publish drops its buffer and sends it back to catching up from the
 // change log, from the revision after the last one it took. It sees every
 // event exactly once as long as that revision is still retained; once
 // compaction has passed it, the watch ends with an EventError carrying a
@@ -61,6 +61,7 @@ type watcher struct {
 	// Guarded by hub.mu.
 	synced   bool
 	buf      []storage.Event
+	bufBytes int64 // keys and values in buf
 	through  int64 // synced: every matching event up to this revision is taken or in buf
 	askedFor bool  // RequestProgress asked for a progress event
 }
@@ -79,14 +80,15 @@ func (h *hub) publish(s *Store, rev int64, events []storage.Event) {
 		for i := range events {
 			if events[i].Revision > w.from && bytes.HasPrefix(events[i].Key, w.prefix) {
 				w.buf = append(w.buf, events[i])
+				w.bufBytes += int64(len(events[i].Key) + len(events[i].Value) + len(events[i].PrevValue))
 				added = true
 			}
 		}
 		w.through = rev
-		if len(w.buf) > s.opts.WatchBufferSize {
+		if len(w.buf) > s.opts.WatchBufferSize || w.bufBytes > s.opts.WatchBufferBytes {
 			s.log.Debug("watcher fell behind; catching up from the change log",
-				"prefix", string(w.prefix), "buffered", len(w.buf))
-			w.synced, w.buf = false, nil
+				"prefix", string(w.prefix), "buffered", len(w.buf), "bytes", w.bufBytes)
+			w.synced, w.buf, w.bufBytes = false, nil, 0
 		}
 		if added {
 			select {
@@ -231,7 +233,7 @@ func (st *sendState) loop(tick <-chan time.Time) error {
 				continue // fell behind: catch up from st.next
 			}
 			events, through, asked := w.buf, w.through, w.askedFor
-			w.buf, w.askedFor = nil, false
+			w.buf, w.bufBytes, w.askedFor = nil, 0, false
 			h.mu.Unlock()
 			for i := range events {
 				if events[i].Revision >= st.next {
@@ -291,7 +293,7 @@ func (st *sendState) catchUp() error {
 		}
 		s.hub.mu.Lock()
 		if cur := s.current.Load(); cur < st.next {
-			w.synced, w.buf, w.through = true, nil, cur
+			w.synced, w.buf, w.bufBytes, w.through = true, nil, 0, cur
 			s.hub.mu.Unlock()
 			return nil
 		}

@@ -1,6 +1,7 @@
 package badger
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -100,6 +101,35 @@ func TestSlowWatcherDoesNotBlockWriters(t *testing.T) {
 		t.Fatal("the watcher never overflowed its buffer; the test does not test what it should")
 	}
 	readEvents(t, ch, "slow/", n)
+}
+
+// TestSlowWatcherFallsBehindOnBytes: a watcher of large values falls behind
+// on the bytes it holds, long before its event count, and still delivers
+// every event once from the change log.
+func TestSlowWatcherFallsBehindOnBytes(t *testing.T) {
+	h := &recordHandler{}
+	s := open(t, testOptions(t, "").WithWatchBufferBytes(256<<10).WithLogger(slog.New(h)))
+	ch, err := s.Watch(t.Context(), storage.WatchOptions{Prefix: []byte("big/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 300
+	value := bytes.Repeat([]byte("v"), 16<<10)
+	for i := range n {
+		if _, err := s.Create(t.Context(), fmt.Appendf(nil, "big/%06d", i), value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var fellBehind int
+	for _, r := range h.records() {
+		if strings.Contains(r.msg, "fell behind") {
+			fellBehind++
+		}
+	}
+	if fellBehind == 0 {
+		t.Fatal("300 events of 16 KiB unread did not pass a 256 KiB buffer")
+	}
+	readEvents(t, ch, "big/", n)
 }
 
 // TestLaggingWatcherCompacted compacts past a watcher that fell behind: it
