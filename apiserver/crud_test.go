@@ -323,3 +323,29 @@ func TestLongNames(t *testing.T) {
 	apply := do(t, ts, "PATCH", cmPath+"/"+long+"?fieldManager=m", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"`+long+`"}}`, "Content-Type", "application/apply-patch+yaml")
 	apply.status(t, 422, meta.StatusReasonInvalid)
 }
+
+// TestUIDPrecondition: a metadata.uid in a PUT body must be the object's,
+// as in kube-apiserver (409 otherwise): the write must not land on another
+// object of the same name.
+func TestUIDPrecondition(t *testing.T) {
+	_, ts := newTestServer(t)
+	cm := do(t, ts, "POST", cmPath, `{"metadata":{"name":"u1"},"data":{"a":"1"}}`).object(t)
+	uid := str(cm, "metadata", "uid")
+	other := "6a7bde5e-0000-4000-8000-000000000000"
+	do(t, ts, "PUT", cmPath+"/u1", `{"metadata":{"name":"u1","uid":"`+other+`"},"data":{"a":"2"}}`).status(t, 409, meta.StatusReasonConflict)
+	// A patch's uid is no precondition: changing it is invalid (422), as there.
+	do(t, ts, "PATCH", cmPath+"/u1", `{"metadata":{"uid":"`+other+`"},"data":{"a":"3"}}`, "Content-Type", "application/merge-patch+json").status(t, 422, meta.StatusReasonInvalid)
+	if r := do(t, ts, "PUT", cmPath+"/u1", `{"metadata":{"name":"u1","uid":"`+uid+`"},"data":{"a":"4"}}`); r.code != 200 {
+		t.Fatalf("PUT with the object's uid: %d %s", r.code, r.body)
+	}
+	got := do(t, ts, "GET", cmPath+"/u1", "").object(t)
+	if str(got, "data", "a") != "4" || str(got, "metadata", "uid") != uid {
+		t.Fatalf("after the refused writes: %v", got)
+	}
+	w := do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"wu"},"spec":{"size":1}}`).object(t)
+	rv := str(w, "metadata", "resourceVersion")
+	st := do(t, ts, "PUT", wdPath+"/wu", `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"wu","resourceVersion":"`+rv+`","uid":"`+other+`"},"spec":{"size":2}}`).status(t, 409, meta.StatusReasonConflict)
+	if !strings.Contains(st.Message, "Precondition failed: UID in precondition: "+other) {
+		t.Fatalf("message %q", st.Message)
+	}
+}

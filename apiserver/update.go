@@ -21,6 +21,7 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request, st *regist
 	}
 	opts.UnknownFields = dups
 	opts.Subresource = info.Subresource
+	opts.UID = meta.GetUID(obj) // a PUT's uid is a precondition
 	res, err := st.Update(r.Context(), info.Namespace, info.Name, obj, opts)
 	if err != nil {
 		s.writeError(w, r, err)

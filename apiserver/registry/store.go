@@ -102,6 +102,11 @@ type WriteOptions struct {
 	// patch.FieldManager.Apply): the object's metadata.managedFields are
 	// already what they must be, and the store records no Update.
 	Applied bool
+	// UID, when set, is a precondition of an update: the object's
+	// metadata.uid must be this one (a PUT's body carries it; kube-apiserver
+	// answers 409 otherwise), so a write never lands on another object of
+	// the same name.
+	UID string
 }
 
 // Result is the outcome of a write: the object as stored, encoded as JSON.

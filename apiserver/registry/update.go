@@ -91,6 +91,9 @@ func (s *Store) replace(ctx context.Context, ns, name string, obj Object, cur st
 	if err != nil {
 		return nil, meta.NewInternalError(err)
 	}
+	if opts.UID != "" && opts.UID != meta.GetUID(old) {
+		return nil, meta.NewConflict(gr, name, fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", opts.UID, meta.GetUID(old)))
+	}
 	areq := &AdmissionRequest{Operation: OperationUpdate, Subresource: opts.Subresource, Namespace: ns, Name: name,
 		Object: s.updated(ctx, obj, old, opts.Subresource), OldObject: old, DryRun: opts.DryRun}
 	next, ratcheted, err := s.admitUpdate(ctx, areq, obj, opts)
