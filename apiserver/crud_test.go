@@ -291,6 +291,11 @@ func TestDeleteCollectionAndPreconditions(t *testing.T) {
 	}
 	r = do(t, ts, "DELETE", wdPath+"/w1", `{"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":"nope"}}`)
 	r.status(t, 409, meta.StatusReasonConflict)
+	// A body of another kind is no DeleteOptions: 400, nothing deleted.
+	r = do(t, ts, "DELETE", wdPath+"/w1", `{"kind":"Foo","apiVersion":"v1"}`)
+	if st := r.status(t, 400, meta.StatusReasonBadRequest); !strings.Contains(st.Message, `no kind "Foo"`) {
+		t.Fatalf("message %q", st.Message)
+	}
 	r = do(t, ts, "DELETE", wdPath+"/w1?dryRun=All", "")
 	if r.code != 200 {
 		t.Fatalf("dry-run delete: %d %s", r.code, r.body)

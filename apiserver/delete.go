@@ -192,6 +192,7 @@ func readDeleteOptionsBody(r *http.Request, body []byte, opts *registry.DeleteOp
 	}
 	var do struct {
 		Kind               string   `json:"kind"`
+		APIVersion         string   `json:"apiVersion"`
 		DryRun             []string `json:"dryRun"`
 		PropagationPolicy  *string  `json:"propagationPolicy"`
 		GracePeriodSeconds *int64   `json:"gracePeriodSeconds"`
@@ -203,6 +204,9 @@ func readDeleteOptionsBody(r *http.Request, body []byte, opts *registry.DeleteOp
 	}
 	if err := json.Unmarshal(body, &do); err != nil {
 		return meta.NewBadRequest(fmt.Sprintf("error decoding DeleteOptions: %v", err))
+	}
+	if do.Kind != "" && do.Kind != "DeleteOptions" {
+		return meta.NewBadRequest(fmt.Sprintf("no kind %q is registered for version %q", do.Kind, do.APIVersion))
 	}
 	for _, v := range do.DryRun {
 		if v != "All" {
