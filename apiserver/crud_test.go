@@ -303,6 +303,12 @@ func TestDeleteCollectionAndPreconditions(t *testing.T) {
 	if do(t, ts, "GET", wdPath+"/w1", "").code != 200 {
 		t.Fatal("dry-run delete removed the object")
 	}
+	// A negative grace period deletes, as in kube-apiserver for every type
+	// but pods.
+	if r = do(t, ts, "DELETE", wdPath+"/w1?gracePeriodSeconds=-5", ""); r.code != 200 {
+		t.Fatalf("delete with a negative grace period: %d %s", r.code, r.body)
+	}
+	do(t, ts, "GET", wdPath+"/w1", "").status(t, 404, meta.StatusReasonNotFound)
 }
 
 // TestLongNames: a name too long for any storage key names no object: reads,

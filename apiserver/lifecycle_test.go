@@ -33,8 +33,10 @@ func TestFinalizers(t *testing.T) {
 	}
 	w := startWatch(t, ts, wdPath+"?watch=1&resourceVersion="+str(r.object(t), "metadata", "resourceVersion"))
 
-	// The delete is held: the answer is the object, with deletionTimestamp.
-	r = do(t, ts, "DELETE", wdPath+"/f", "")
+	// The delete is held: the answer is the object, with deletionTimestamp
+	// and, whatever the grace period asked, deletionGracePeriodSeconds 0
+	// (only pods terminate gracefully in Kubernetes).
+	r = do(t, ts, "DELETE", wdPath+"/f?gracePeriodSeconds=30", "")
 	held := r.object(t)
 	if r.code != 200 || str(held, "kind") != "Widget" || str(held, "metadata", "deletionTimestamp") == "" ||
 		str(held, "metadata", "deletionGracePeriodSeconds") != "0" || str(held, "metadata", "generation") != "2" {

@@ -37,10 +37,10 @@ type DeleteOptions struct {
 	PreconditionResourceVersion string
 	// PropagationPolicy is Orphan, Background (the default) or Foreground.
 	PropagationPolicy string
-	// GracePeriodSeconds, when set, is recorded as the object's
-	// deletionGracePeriodSeconds if the delete has to wait for finalizers.
-	// kapi's types have no graceful termination of their own, so any value
-	// means "as soon as the finalizers are done".
+	// GracePeriodSeconds is accepted and has no effect: kapi's types have no
+	// graceful termination of their own, so an object waiting for its
+	// finalizers records deletionGracePeriodSeconds 0 whatever it says, as
+	// kube-apiserver does for every type but pods (negative values too).
 	GracePeriodSeconds *int64
 }
 
@@ -116,7 +116,7 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts DeleteOptions)
 			return &Result{JSON: so.objectJSON(cur.Revision), Object: obj}, nil
 		}
 		// Graceful: mark the object and let its finalizers run.
-		s.markDeleting(ctx, obj, fins, opts)
+		s.markDeleting(ctx, obj, fins)
 		if opts.DryRun {
 			enc, err := encodeStored(obj)
 			if err != nil {
@@ -142,9 +142,6 @@ func (opts DeleteOptions) validate() error {
 		return meta.NewInvalidOptions("DeleteOptions", meta.ErrorList{meta.NotSupported(meta.NewPath("propagationPolicy"), opts.PropagationPolicy,
 			[]string{PropagationForeground, PropagationBackground, PropagationOrphan})})
 	}
-	if opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds < 0 {
-		return meta.NewInvalidOptions("DeleteOptions", meta.ErrorList{meta.Invalid(meta.NewPath("gracePeriodSeconds"), *opts.GracePeriodSeconds, "must be greater than or equal to 0")})
-	}
 	return nil
 }
 
@@ -163,15 +160,11 @@ func (opts DeleteOptions) withPolicyFinalizer(fins []string) ([]string, bool) {
 // markDeleting sets what a graceful deletion writes: the finalizers, the
 // deletion timestamp and grace period, the next generation, and the type's
 // own PrepareForDelete.
-func (s *Store) markDeleting(ctx context.Context, obj Object, fins []string, opts DeleteOptions) {
+func (s *Store) markDeleting(ctx context.Context, obj Object, fins []string) {
 	md := obj["metadata"].(map[string]any)
 	meta.SetFinalizers(obj, fins)
 	md["deletionTimestamp"] = meta.NewTime(s.reg.cfg.Now()).UTC().Format(meta.TimeFormat)
-	grace := int64(0)
-	if opts.GracePeriodSeconds != nil {
-		grace = *opts.GracePeriodSeconds
-	}
-	md["deletionGracePeriodSeconds"] = grace
+	md["deletionGracePeriodSeconds"] = int64(0)
 	if !s.res.Options.NoGeneration {
 		md["generation"] = meta.GetGeneration(obj) + 1
 	}
