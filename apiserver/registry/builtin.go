@@ -35,7 +35,12 @@ func Namespaces() Resource {
 		ShortNames: []string{"ns"},
 		Schema: mustSchema(`{"type":"object","description":"Namespace provides a scope for Names.","properties":{` + typeMetaProps + `,
 "spec":{"type":"object","description":"Spec defines the behavior of the Namespace.","properties":{"finalizers":{"type":"array","items":{"type":"string"},"description":"Finalizers is an opaque list of values that must be empty to permanently remove object from storage."}}},
-"status":{"type":"object","description":"Status describes the current status of a Namespace.","properties":{"phase":{"type":"string","description":"Phase is the current lifecycle phase of the namespace."},"conditions":{"type":"array","items":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}}}}`),
+"status":{"type":"object","description":"Status describes the current status of a Namespace.","properties":{"phase":{"type":"string","description":"Phase is the current lifecycle phase of the namespace."},"conditions":{"type":"array","description":"Represents the latest available observations of a namespace's current state.","items":{"type":"object","description":"NamespaceCondition contains details about state of namespace.","required":["type","status"],"properties":{
+"type":{"type":"string","description":"Type of namespace controller condition."},
+"status":{"type":"string","description":"Status of the condition, one of True, False, Unknown."},
+"lastTransitionTime":{"type":"string","format":"date-time","description":"Last time the condition transitioned from one status to another."},
+"reason":{"type":"string","description":"Unique, one-word, CamelCase reason for the condition's last transition."},
+"message":{"type":"string","description":"Human-readable message indicating details about last transition."}}}}}}}}`),
 		Subresources:     Subresources{Status: true},
 		SelectableFields: []string{".status.phase"},
 		Admission:        []AdmissionHook{immortalNamespaces},
@@ -49,6 +54,7 @@ func Namespaces() Resource {
 			NoGeneration:        true,
 			OmitItemTypeMeta:    true,
 			TypedDecoding:       true,
+			StandardFinalizers:  true,
 			NameValidation:      meta.IsDNS1123Label,
 		},
 		Strategy: Strategy{
@@ -92,8 +98,36 @@ func Namespaces() Resource {
 				fins, _, _ := meta.NestedSlice(obj, "spec", "finalizers")
 				return len(fins) > 0
 			},
+			Validate: func(_ context.Context, obj Object) meta.ErrorList { return validateNamespace(obj) },
 		},
 	}
+}
+
+// validateNamespace checks what kube-apiserver checks of a namespace beyond
+// its metadata: spec.finalizers are qualified or standard names, and the
+// phase follows the deletion (Active before it, Terminating after).
+func validateNamespace(obj Object) meta.ErrorList {
+	var errs meta.ErrorList
+	p := meta.NewPath("spec", "finalizers")
+	fins, _, _ := meta.NestedSlice(obj, "spec", "finalizers")
+	names := make([]string, 0, len(fins))
+	for i, f := range fins {
+		name, _ := f.(string)
+		for _, msg := range meta.IsQualifiedName(name) {
+			errs = append(errs, meta.Invalid(p.Index(i), name, msg))
+		}
+		names = append(names, name)
+	}
+	errs = append(errs, standardFinalizerErrors(names, p)...)
+	phase, _, _ := meta.NestedString(obj, "status", "phase")
+	if meta.GetDeletionTimestamp(obj) == nil {
+		if phase != "Active" {
+			errs = append(errs, meta.Invalid(meta.NewPath("status", "phase"), phase, "may only be 'Active' if `deletionTimestamp` is empty"))
+		}
+	} else if phase != "Terminating" {
+		errs = append(errs, meta.Invalid(meta.NewPath("status", "phase"), phase, "may only be 'Terminating' if `deletionTimestamp` is not empty"))
+	}
+	return errs
 }
 
 // Protobuf messages of the built-in types, wire-compatible with
@@ -210,7 +244,7 @@ func immutableDataErrors(obj, old Object, fields ...string) meta.ErrorList {
 // builtinOptions are the Options of kube-apiserver's built-in types
 // without a spec (configmaps, secrets).
 func builtinOptions() Options {
-	return Options{UnconditionalUpdate: true, NoGeneration: true, OmitItemTypeMeta: true, TypedDecoding: true}
+	return Options{UnconditionalUpdate: true, NoGeneration: true, OmitItemTypeMeta: true, TypedDecoding: true, StandardFinalizers: true}
 }
 
 // prepareEveryWrite returns st with both prepare hooks running fn: what a

@@ -42,9 +42,11 @@ func (s *Store) Create(ctx context.Context, ns string, obj Object, opts WriteOpt
 	}
 	obj = areq.Object
 	s.manageFields(nil, obj, obj, opts)
-	if errs, _ := s.validate(ctx, obj, nil); len(errs) > 0 {
+	errs, vwarnings := s.validate(ctx, obj, nil)
+	if len(errs) > 0 {
 		return nil, s.invalid(name, errs)
 	}
+	warnings = append(warnings, vwarnings...)
 	if err := s.admit(ctx, false, areq); err != nil {
 		return nil, err
 	}

@@ -76,6 +76,7 @@ func eventsOptions(opts EventOptions) Options {
 		NoGeneration:        true,
 		OmitItemTypeMeta:    true,
 		TypedDecoding:       true,
+		StandardFinalizers:  true,
 		TTL:                 opts.TTL,
 		NameValidation:      meta.IsValidPathSegmentName,
 	}

@@ -61,11 +61,12 @@ func Leases() Resource {
 			ageColumn,
 		},
 		Options: Options{
-			StrategicMerge:   true,
-			CreateOnUpdate:   true,
-			NoGeneration:     true,
-			OmitItemTypeMeta: true,
-			TypedDecoding:    true,
+			StrategicMerge:     true,
+			CreateOnUpdate:     true,
+			NoGeneration:       true,
+			OmitItemTypeMeta:   true,
+			TypedDecoding:      true,
+			StandardFinalizers: true,
 		},
 		Strategy: Strategy{
 			CheckBody: checkLeaseBody,

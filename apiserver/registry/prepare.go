@@ -140,16 +140,21 @@ func (s *Store) validate(ctx context.Context, obj, old Object) (meta.ErrorList, 
 		nameRule = meta.IsDNS1123Subdomain
 	}
 	errs := meta.ValidateObjectMeta(md, res.Namespaced, nameRule, meta.NewPath("metadata"))
-	errs = append(errs, schemaValidate(obj, old, res.Schema)...)
 	var warnings []string
+	if res.Options.StandardFinalizers {
+		errs = append(errs, standardFinalizerErrors(meta.GetFinalizers(obj), meta.NewPath("metadata", "finalizers"))...)
+	} else {
+		warnings = finalizerWarnings(obj, old)
+	}
+	errs = append(errs, schemaValidate(obj, old, res.Schema)...)
 	if !res.rules.Empty() {
 		if blockingError(errs) { // metadata's and the schema's
 			// Rules assume the schema holds: kube-apiserver does not run them.
 			errs = append(errs, meta.Invalid(meta.NewPath("<nil>"), nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"))
 		} else {
-			var ruleErrs meta.ErrorList
-			ruleErrs, warnings = res.rules.Validate(ctx, obj, old)
+			ruleErrs, ruleWarnings := res.rules.Validate(ctx, obj, old)
 			errs = append(errs, ruleErrs...)
+			warnings = append(warnings, ruleWarnings...)
 		}
 	}
 	if old == nil {

@@ -146,6 +146,11 @@ type Options struct {
 	// whatever the fieldValidation level. Default false: 422 Invalid, as
 	// for custom resources.
 	TypedDecoding bool
+	// StandardFinalizers refuses (422) a finalizer name without a "/" that
+	// is not one of Kubernetes' own (kubernetes, orphan, foregroundDeletion),
+	// as kube-apiserver does for its built-in types. Default false: such a
+	// name is accepted with a warning when added, as for custom resources.
+	StandardFinalizers bool
 	// NameValidation checks metadata.name and returns one message per problem.
 	// Default: a DNS-1123 subdomain.
 	NameValidation func(name string) []string

@@ -1,0 +1,65 @@
+package apiserver
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kapi-dev/kapi/meta"
+)
+
+// TestFinalizerNames: built-in types refuse a finalizer name that is neither
+// qualified nor standard (422); custom resources take it with a warning when
+// it is added, as kube-apiserver does.
+func TestFinalizerNames(t *testing.T) {
+	_, ts := newTestServer(t)
+	st := do(t, ts, "POST", cmPath, `{"metadata":{"name":"f1","finalizers":["foo"]}}`).status(t, 422, meta.StatusReasonInvalid)
+	if !strings.Contains(st.Message, `metadata.finalizers[0]: Invalid value: "foo": name is neither a standard finalizer name nor is it fully qualified`) {
+		t.Fatalf("message %q", st.Message)
+	}
+	for _, fin := range []string{"kubernetes", "orphan", "example.dev/hold"} {
+		if r := do(t, ts, "POST", cmPath, `{"metadata":{"generateName":"ok-","finalizers":["`+fin+`"]}}`); r.code != 201 {
+			t.Fatalf("finalizer %q: %d %s", fin, r.code, r.body)
+		}
+	}
+	if r := do(t, ts, "POST", cmPath, `{"metadata":{"name":"f2"}}`); r.code != 201 {
+		t.Fatalf("create: %d %s", r.code, r.body)
+	}
+	do(t, ts, "PATCH", cmPath+"/f2", `{"metadata":{"finalizers":["foo"]}}`, "Content-Type", "application/merge-patch+json").status(t, 422, meta.StatusReasonInvalid)
+
+	const warning = `metadata.finalizers: \"foo\": prefer a domain-qualified finalizer name`
+	r := do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w","finalizers":["foo"]},"spec":{"size":1}}`)
+	if r.code != 201 || !strings.Contains(r.header.Get("Warning"), warning) {
+		t.Fatalf("custom resource: %d, Warning %q", r.code, r.header.Get("Warning"))
+	}
+	// Kept, not added: no warning.
+	r = do(t, ts, "PATCH", wdPath+"/w", `{"spec":{"size":2}}`, "Content-Type", "application/merge-patch+json")
+	if r.code != 200 || r.header.Get("Warning") != "" {
+		t.Fatalf("update keeping the finalizer: %d, Warning %q", r.code, r.header.Get("Warning"))
+	}
+	do(t, ts, "PATCH", wdPath+"/w", `{"metadata":{"finalizers":null}}`, "Content-Type", "application/merge-patch+json")
+}
+
+// TestNamespaceValidation: spec.finalizers are finalizer names, the phase
+// follows the deletion, and conditions are NamespaceConditions.
+func TestNamespaceValidation(t *testing.T) {
+	_, ts := newTestServer(t)
+	ns := "/api/v1/namespaces"
+	if r := do(t, ts, "POST", ns, `{"metadata":{"name":"nv"}}`); r.code != 201 {
+		t.Fatalf("create: %d %s", r.code, r.body)
+	}
+	do(t, ts, "PUT", ns+"/nv/finalize", `{"metadata":{"name":"nv"},"spec":{"finalizers":["Bad Name!"]}}`).status(t, 422, meta.StatusReasonInvalid)
+	do(t, ts, "PUT", ns+"/nv/finalize", `{"metadata":{"name":"nv"},"spec":{"finalizers":["custom"]}}`).status(t, 422, meta.StatusReasonInvalid)
+	st := do(t, ts, "PATCH", ns+"/nv/status", `{"status":{"phase":"Terminating"}}`, "Content-Type", "application/merge-patch+json").status(t, 422, meta.StatusReasonInvalid)
+	if !strings.Contains(st.Message, "may only be 'Active' if `deletionTimestamp` is empty") {
+		t.Fatalf("message %q", st.Message)
+	}
+	do(t, ts, "PATCH", ns+"/nv/status", `{"status":{"conditions":[{"status":"True"}]}}`, "Content-Type", "application/merge-patch+json").status(t, 422, meta.StatusReasonInvalid)
+	r := do(t, ts, "PATCH", ns+"/nv/status", `{"status":{"conditions":[{"type":"X","status":"True","bogus":1}]}}`, "Content-Type", "application/merge-patch+json")
+	if r.code != 200 || strings.Contains(string(r.body), "bogus") {
+		t.Fatalf("condition with an unknown field: %d %s", r.code, r.body)
+	}
+	got := do(t, ts, "GET", ns+"/nv", "").object(t)
+	if str(got, "status", "phase") != "Active" {
+		t.Fatalf("phase after the refused writes: %v", got["status"])
+	}
+}
