@@ -360,3 +360,15 @@ func TestUIDPrecondition(t *testing.T) {
 		t.Fatalf("message %q", st.Message)
 	}
 }
+
+// TestSelfLinkCleared: a selfLink a client sends is not kept, as
+// kube-apiserver no longer sets or stores it.
+func TestSelfLinkCleared(t *testing.T) {
+	_, ts := newTestServer(t)
+	if cm := do(t, ts, "POST", cmPath, `{"metadata":{"name":"s","selfLink":"/x"}}`).object(t); str(cm, "metadata", "selfLink") != "" {
+		t.Fatalf("selfLink kept on create: %v", cm["metadata"])
+	}
+	if cm := do(t, ts, "PUT", cmPath+"/s", `{"metadata":{"name":"s","selfLink":"/y"},"data":{"a":"b"}}`).object(t); str(cm, "metadata", "selfLink") != "" {
+		t.Fatalf("selfLink kept on update: %v", cm["metadata"])
+	}
+}

@@ -33,6 +33,7 @@ func (s *Store) prepareBody(obj Object, ns string, opts WriteOptions) (map[strin
 	if err := s.checkNamespace(md, ns); err != nil {
 		return nil, nil, err
 	}
+	delete(md, "selfLink") // deprecated: kube-apiserver clears what clients send
 	return md, warnings, nil
 }
 
