@@ -323,3 +323,28 @@ func TestEventBudget(t *testing.T) {
 		t.Errorf("reads are not charged: %d", r.code)
 	}
 }
+
+// TestEventReferencesAtomic: an event's object references are atomic in
+// server-side apply (ObjectReference is structType=atomic in Kubernetes):
+// one field set owns the whole reference, and another manager changing it
+// conflicts instead of merging.
+func TestEventReferencesAtomic(t *testing.T) {
+	ts := newEventServer(t, registry.EventOptions{})
+	r := do(t, ts, "POST", coreEvents, recorderEvent("a.1", "a", "Normal", "tester"))
+	if r.code != 201 {
+		t.Fatalf("create: %d %s", r.code, r.body)
+	}
+	if !strings.Contains(string(r.body), `"f:involvedObject":{}`) {
+		t.Fatalf("managedFields own involvedObject field by field: %s", r.body)
+	}
+	apply := func(manager, uid string) response {
+		body := `{"apiVersion":"events.k8s.io/v1","kind":"Event","metadata":{"name":"b.1"},"eventTime":"2026-01-02T03:04:05.000000Z",
+			"reportingController":"example.dev/ctl","reportingInstance":"ctl-1","action":"Sync","reason":"Synced","type":"Normal",
+			"regarding":{"kind":"ConfigMap","namespace":"default","name":"b"` + uid + `}}`
+		return do(t, ts, "PATCH", v1Events+"/b.1?fieldManager="+manager, body, "Content-Type", "application/apply-patch+yaml")
+	}
+	if r := apply("first", ""); r.code != 201 {
+		t.Fatalf("first apply: %d %s", r.code, r.body)
+	}
+	apply("second", `,"uid":"u"`).status(t, 409, "Conflict")
+}

@@ -83,7 +83,7 @@ func eventsOptions(opts EventOptions) Options {
 }
 
 // objectReferenceSchema is core/v1 ObjectReference.
-const objectReferenceSchema = `{"type":"object","description":"ObjectReference contains enough information to let you inspect or modify the referred object.","properties":{
+const objectReferenceSchema = `{"type":"object","x-kubernetes-map-type":"atomic","description":"ObjectReference contains enough information to let you inspect or modify the referred object.","properties":{
 "apiVersion":{"type":"string","description":"API version of the referent."},
 "fieldPath":{"type":"string","description":"If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement."},
 "kind":{"type":"string","description":"Kind of the referent."},
