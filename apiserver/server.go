@@ -297,19 +297,19 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err := reg.Register(registry.Namespaces()); err != nil {
 		return nil, err
 	}
-	ssar, err := s.selfSubjectAccessReviews()
-	if err == nil {
-		err = reg.Register(ssar)
-	}
-	if err != nil {
-		return nil, err
-	}
-	crds, err := s.customResourceDefinitions() // a read-only view of the custom types (crdview.go)
-	if err == nil {
-		err = reg.Register(crds)
-	}
-	if err != nil {
-		return nil, err
+	// The server's own virtual types: the reviews of the requesting user
+	// (ssar.go, ssrr.go, ssr.go) and a read-only view of the custom types
+	// (crdview.go).
+	for _, own := range []func() (registry.Resource, error){
+		s.selfSubjectAccessReviews, s.selfSubjectRulesReviews, s.selfSubjectReviews, s.customResourceDefinitions,
+	} {
+		res, err := own()
+		if err == nil {
+			err = reg.Register(res)
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	if err := s.ensureNamespaces(ctx); err != nil {
 		return nil, err

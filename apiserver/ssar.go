@@ -128,22 +128,6 @@ func (s *Server) reviewSelfAccess(ctx context.Context, req *registry.Request, ob
 	return out, nil
 }
 
-// withBasicUser lets every authenticated user ask what they may do, as
-// Kubernetes' system:basic-user role (bound to system:authenticated) allows,
-// before asking a. The rule only allows: it never denies, so for anyone
-// else (system:anonymous) a decides.
-func withBasicUser(a auth.Authorizer) auth.Authorizer {
-	basic := auth.AuthorizerFunc(func(_ context.Context, at auth.Attributes) (auth.Decision, string, error) {
-		if at.User != nil && at.User.InGroup(auth.GroupAuthenticated) &&
-			at.ResourceRequest && at.Verb == "create" && at.APIGroup == "authorization.k8s.io" &&
-			at.Resource == "selfsubjectaccessreviews" && at.Subresource == "" {
-			return auth.Allow, "", nil
-		}
-		return auth.NoOpinion, "", nil
-	})
-	return auth.Chain(basic, a)
-}
-
 func convertObject(in, out any) error {
 	b, err := json.Marshal(in)
 	if err != nil {
