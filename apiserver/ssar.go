@@ -121,8 +121,13 @@ func (s *Server) reviewSelfAccess(ctx context.Context, req *registry.Request, ob
 	if err != nil {
 		review.Status.EvaluationError = err.Error()
 	}
+	return toObject(review)
+}
+
+// toObject converts a typed review into the generic object a Create answers.
+func toObject(v any) (registry.Object, error) {
 	var out registry.Object
-	if err := convertObject(review, &out); err != nil {
+	if err := convertObject(v, &out); err != nil {
 		return nil, err
 	}
 	return out, nil

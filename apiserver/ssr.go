@@ -60,9 +60,5 @@ func reviewSelf(_ context.Context, req *registry.Request, _ registry.Object) (re
 	var review selfSubjectReview
 	review.Metadata.CreationTimestamp = meta.NewTime(time.Now())
 	review.Status.UserInfo = userInfo{Username: req.User.Name, UID: req.User.UID, Groups: req.User.Groups, Extra: req.User.Extra}
-	var out registry.Object
-	if err := convertObject(review, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return toObject(review)
 }

@@ -98,9 +98,5 @@ func (s *Server) reviewSelfRules(ctx context.Context, req *registry.Request, obj
 	if err != nil {
 		st.EvaluationError = err.Error()
 	}
-	var out registry.Object
-	if err := convertObject(review, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return toObject(review)
 }

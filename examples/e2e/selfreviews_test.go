@@ -10,15 +10,7 @@ import (
 
 // teamPolicy is opsPolicy plus a role in namespace team: ops may update
 // and patch the configmap "settings" there.
-const teamPolicy = `roles:
-- name: configmap-reader
-  rules:
-  - apiGroups: [""]
-    resources: [configmaps]
-    verbs: [get, list]
-  - nonResourceURLs: ["/api", "/api/*", "/apis", "/apis/*", "/openapi/*"]
-    verbs: [get]
-- name: settings-editor
+var teamPolicy = strings.Replace(opsPolicy, "bindings:\n", `- name: settings-editor
   namespace: team
   rules:
   - apiGroups: [""]
@@ -26,14 +18,11 @@ const teamPolicy = `roles:
     resourceNames: [settings]
     verbs: [update, patch]
 bindings:
-- name: ops-read-configmaps
-  role: configmap-reader
-  groups: [ops]
 - name: ops-edit-settings
   namespace: team
   role: settings-editor
   groups: [ops]
-`
+`, 1)
 
 // The rows every authenticated user has: the basic-user reviews first,
 // the paths anyone may read last.
