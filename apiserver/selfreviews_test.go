@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/kapi-dev/kapi/apiserver/auth"
 	"github.com/kapi-dev/kapi/codec"
 	"github.com/kapi-dev/kapi/meta"
@@ -115,6 +117,52 @@ func TestSelfSubjectRulesReview(t *testing.T) {
 	})
 	checkRules(t, "nobody", review("nobody-token", "team"), rulesStatus{ResourceRules: basicResourceRules, NonResourceRules: []nonResourceRule{publicNonResourceRule}})
 	checkRules(t, "admin", review("admin-token", "team"), everything)
+
+	// kubectl sends and reads protobuf: the same answer.
+	spec := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "team")
+	msg := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), spec)
+	r := do(t, ts, "POST", ssrrPath, string(codec.EncodeEnvelope("authorization.k8s.io/v1", "SelfSubjectRulesReview", msg)),
+		append(bearer("dev-token"), "Content-Type", codec.MediaProtobuf, "Accept", codec.MediaProtobuf)...)
+	u, err := codec.DecodeEnvelope(r.body)
+	if r.code != http.StatusCreated || err != nil {
+		t.Fatalf("protobuf rules review: %d %v %q", r.code, err, r.body)
+	}
+	// By hand, kube's field numbers: status = 3; in it resourceRules = 1
+	// (resources = 3) and nonResourceRules = 2 (nonResourceURLs = 2).
+	var resources, urls []string
+	collect := func(v []byte, num protowire.Number, into *[]string) error {
+		return codec.Walk(v, func(n protowire.Number, _ protowire.Type, v []byte) error {
+			if n == num {
+				*into = append(*into, string(v))
+			}
+			return nil
+		})
+	}
+	err = codec.Walk(u.Raw, func(num protowire.Number, _ protowire.Type, v []byte) error {
+		if num != 3 {
+			return nil
+		}
+		return codec.Walk(v, func(num protowire.Number, _ protowire.Type, v []byte) error {
+			switch num {
+			case 1:
+				return collect(v, 3, &resources)
+			case 2:
+				return collect(v, 2, &urls)
+			}
+			return nil
+		})
+	})
+	var wantResources, wantURLs []string
+	st := review("dev-token", "team")
+	for _, r := range st.ResourceRules {
+		wantResources = append(wantResources, r.Resources...)
+	}
+	for _, r := range st.NonResourceRules {
+		wantURLs = append(wantURLs, r.NonResourceURLs...)
+	}
+	if err != nil || !reflect.DeepEqual(resources, wantResources) || !reflect.DeepEqual(urls, wantURLs) {
+		t.Errorf("protobuf rules review: %v, resources %q, paths %q; want %q, %q", err, resources, urls, wantResources, wantURLs)
+	}
 
 	// Recorded as any request.
 	audit.mu.Lock()

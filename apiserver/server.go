@@ -96,6 +96,8 @@ type Config struct {
 	AllowAnonymous bool
 	// Authorizer decides every request, dry-run requests exactly as real
 	// ones. Default: every request that passed authentication is allowed.
+	// When it is an auth.RulesLister, `kubectl auth can-i --list` shows its
+	// rules; otherwise the list is marked incomplete.
 	Authorizer auth.Authorizer
 	// MaxRequestsInFlight and MaxMutatingRequestsInFlight are the seats of
 	// the default priority levels (FlowControl): what read-only and
