@@ -77,18 +77,23 @@ func TestDiscovery(t *testing.T) {
 	if err := json.Unmarshal(r.body, &agg); err != nil {
 		t.Fatal(err)
 	}
-	if agg.Kind != "APIGroupDiscoveryList" || len(agg.Items) != 3 || agg.Items[0].Metadata.Name != "apiextensions.k8s.io" ||
-		agg.Items[1].Metadata.Name != "authorization.k8s.io" || agg.Items[2].Metadata.Name != "example.dev" {
+	if agg.Kind != "APIGroupDiscoveryList" || len(agg.Items) != 4 || agg.Items[0].Metadata.Name != "apiextensions.k8s.io" ||
+		agg.Items[1].Metadata.Name != "authentication.k8s.io" || agg.Items[2].Metadata.Name != "authorization.k8s.io" || agg.Items[3].Metadata.Name != "example.dev" {
 		t.Fatalf("aggregated /apis: %s", r.body)
 	}
 	if crd := agg.Items[0].Versions[0].Resources[0]; crd.Resource != "customresourcedefinitions" || crd.Scope != "Cluster" ||
 		strings.Join(crd.Verbs, ",") != "get,list" || strings.Join(crd.ShortNames, ",") != "crd,crds" {
 		t.Fatalf("customresourcedefinitions discovery: %+v", crd)
 	}
-	if ssar := agg.Items[1].Versions[0].Resources[0]; ssar.Resource != "selfsubjectaccessreviews" || strings.Join(ssar.Verbs, ",") != "create" {
-		t.Fatalf("selfsubjectaccessreviews discovery: %+v", ssar)
+	if ssr := agg.Items[1].Versions[0].Resources[0]; ssr.Resource != "selfsubjectreviews" || ssr.Scope != "Cluster" || strings.Join(ssr.Verbs, ",") != "create" {
+		t.Fatalf("selfsubjectreviews discovery: %+v", ssr)
 	}
-	res := agg.Items[2].Versions[0].Resources[0]
+	authz := agg.Items[2].Versions[0].Resources
+	if len(authz) != 2 || authz[0].Resource != "selfsubjectaccessreviews" || strings.Join(authz[0].Verbs, ",") != "create" ||
+		authz[1].Resource != "selfsubjectrulesreviews" || authz[1].ResponseKind.Kind != "SelfSubjectRulesReview" || strings.Join(authz[1].Verbs, ",") != "create" {
+		t.Fatalf("authorization.k8s.io discovery: %+v", authz)
+	}
+	res := agg.Items[3].Versions[0].Resources[0]
 	if res.Resource != "widgets" || res.Scope != "Namespaced" || res.ResponseKind.Kind != "Widget" || len(res.Subresources) != 2 || res.Subresources[0].Subresource != "status" || res.Subresources[1].Subresource != "scale" {
 		t.Fatalf("aggregated widgets: %+v", res)
 	}

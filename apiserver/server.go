@@ -96,6 +96,8 @@ type Config struct {
 	AllowAnonymous bool
 	// Authorizer decides every request, dry-run requests exactly as real
 	// ones. Default: every request that passed authentication is allowed.
+	// When it is an auth.RulesLister, `kubectl auth can-i --list` shows its
+	// rules; otherwise the list is marked incomplete.
 	Authorizer auth.Authorizer
 	// MaxRequestsInFlight and MaxMutatingRequestsInFlight are the seats of
 	// the default priority levels (FlowControl): what read-only and
@@ -297,19 +299,19 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err := reg.Register(registry.Namespaces()); err != nil {
 		return nil, err
 	}
-	ssar, err := s.selfSubjectAccessReviews()
-	if err == nil {
-		err = reg.Register(ssar)
-	}
-	if err != nil {
-		return nil, err
-	}
-	crds, err := s.customResourceDefinitions() // a read-only view of the custom types (crdview.go)
-	if err == nil {
-		err = reg.Register(crds)
-	}
-	if err != nil {
-		return nil, err
+	// The server's own virtual types: the reviews of the requesting user
+	// (ssar.go, ssrr.go, ssr.go) and a read-only view of the custom types
+	// (crdview.go).
+	for _, own := range []func() (registry.Resource, error){
+		s.selfSubjectAccessReviews, s.selfSubjectRulesReviews, s.selfSubjectReviews, s.customResourceDefinitions,
+	} {
+		res, err := own()
+		if err == nil {
+			err = reg.Register(res)
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	if err := s.ensureNamespaces(ctx); err != nil {
 		return nil, err

@@ -121,27 +121,16 @@ func (s *Server) reviewSelfAccess(ctx context.Context, req *registry.Request, ob
 	if err != nil {
 		review.Status.EvaluationError = err.Error()
 	}
+	return toObject(review)
+}
+
+// toObject converts a typed review into the generic object a Create answers.
+func toObject(v any) (registry.Object, error) {
 	var out registry.Object
-	if err := convertObject(review, &out); err != nil {
+	if err := convertObject(v, &out); err != nil {
 		return nil, err
 	}
 	return out, nil
-}
-
-// withBasicUser lets every authenticated user ask what they may do, as
-// Kubernetes' system:basic-user role (bound to system:authenticated) allows,
-// before asking a. The rule only allows: it never denies, so for anyone
-// else (system:anonymous) a decides.
-func withBasicUser(a auth.Authorizer) auth.Authorizer {
-	basic := auth.AuthorizerFunc(func(_ context.Context, at auth.Attributes) (auth.Decision, string, error) {
-		if at.User != nil && at.User.InGroup(auth.GroupAuthenticated) &&
-			at.ResourceRequest && at.Verb == "create" && at.APIGroup == "authorization.k8s.io" &&
-			at.Resource == "selfsubjectaccessreviews" && at.Subresource == "" {
-			return auth.Allow, "", nil
-		}
-		return auth.NoOpinion, "", nil
-	})
-	return auth.Chain(basic, a)
 }
 
 func convertObject(in, out any) error {

@@ -45,10 +45,13 @@ const (
 	RawJSON
 	// MessageKind is a JSON object and a nested message (Field.Message).
 	MessageKind
+	// StringList is a JSON array of strings and a message holding them as
+	// repeated string field 1: the shape of authentication/v1 ExtraValue.
+	StringList
 )
 
 var kindNames = [...]string{String: "string", Bytes: "bytes", Bool: "bool", Int32: "int32", Int64: "int64", Double: "double",
-	Time: "Time", MicroTime: "MicroTime", Quantity: "Quantity", IntOrString: "IntOrString", RawJSON: "RawJSON", MessageKind: "message"}
+	Time: "Time", MicroTime: "MicroTime", Quantity: "Quantity", IntOrString: "IntOrString", RawJSON: "RawJSON", MessageKind: "message", StringList: "StringList"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) && kindNames[k] != "" {
@@ -104,7 +107,7 @@ func NewMessage(name string, fields ...Field) (*Message, error) {
 			return nil, fmt.Errorf("codec: message %s: field %d has no name", name, f.Number)
 		case !f.Number.IsValid():
 			return nil, fmt.Errorf("codec: message %s: field %s has invalid number %d", name, f.Name, f.Number)
-		case f.Kind < String || f.Kind > MessageKind:
+		case f.Kind < String || f.Kind > StringList:
 			return nil, fmt.Errorf("codec: message %s: field %s has invalid kind %d", name, f.Name, f.Kind)
 		case (f.Kind == MessageKind) != (f.Message != nil):
 			return nil, fmt.Errorf("codec: message %s: field %s: Message is set if and only if Kind is MessageKind", name, f.Name)

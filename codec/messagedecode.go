@@ -302,6 +302,8 @@ func zeroValue(f *Field) any {
 		return json.Number("0")
 	case MessageKind:
 		return map[string]any{}
+	case StringList:
+		return []any{}
 	}
 	return nil
 }
@@ -377,6 +379,21 @@ func decodeValue(f *Field, typ protowire.Type, v []byte, into map[string]any) (a
 			return nil, err
 		}
 		return into, nil
+	case StringList:
+		items := map[string]any{}
+		err := Walk(v, func(num protowire.Number, typ protowire.Type, v []byte) error {
+			if num != stringItems.Number {
+				return nil
+			}
+			return decodeField(items, &stringItems, typ, v)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if items["items"] == nil {
+			return []any{}, nil
+		}
+		return items["items"], nil
 	}
 	return nil, fmt.Errorf("unsupported kind %v", f.Kind)
 }

@@ -259,9 +259,20 @@ func (e *transcoder) value(dst []byte, num protowire.Number, f *Field) ([]byte, 
 			return dst, err
 		}
 		return endLen(dst, start), nil
+	case StringList:
+		dst = protowire.AppendTag(dst, num, protowire.BytesType)
+		dst, start := beginLen(dst)
+		var err error
+		if dst, err = e.field(dst, &stringItems); err != nil {
+			return dst, err
+		}
+		return endLen(dst, start), nil
 	}
 	return dst, fmt.Errorf("unsupported kind %v", f.Kind)
 }
+
+// stringItems is the one field of a StringList's message.
+var stringItems = Field{Name: "items", Number: 1, Kind: String, Repeated: true}
 
 // bytesValue appends a base64 JSON string as protobuf bytes, field num.
 func (e *transcoder) bytesValue(dst []byte, num protowire.Number) ([]byte, error) {

@@ -55,29 +55,36 @@ func (f AuthorizerFunc) Authorize(ctx context.Context, a Attributes) (Decision, 
 	return f(ctx, a)
 }
 
-// AlwaysAllow allows every request.
-func AlwaysAllow() Authorizer {
-	return AuthorizerFunc(func(context.Context, Attributes) (Decision, string, error) { return Allow, "", nil })
+// AlwaysAllow allows every request. It is a RulesLister (everything).
+func AlwaysAllow() Authorizer { return alwaysAllow{} }
+
+type alwaysAllow struct{}
+
+func (alwaysAllow) Authorize(context.Context, Attributes) (Decision, string, error) {
+	return Allow, "", nil
 }
 
-// Chain asks each authorizer in turn; the first Allow or Deny decides.
-func Chain(authorizers ...Authorizer) Authorizer {
-	return AuthorizerFunc(func(ctx context.Context, a Attributes) (Decision, string, error) {
-		var reasons []string
-		for _, az := range authorizers {
-			d, reason, err := az.Authorize(ctx, a)
-			if err != nil {
-				return Deny, "", err
-			}
-			if d != NoOpinion {
-				return d, reason, nil
-			}
-			if reason != "" {
-				reasons = append(reasons, reason)
-			}
+// Chain asks each authorizer in turn; the first Allow or Deny decides. It is
+// a RulesLister: the rules of its members.
+func Chain(authorizers ...Authorizer) Authorizer { return chain(authorizers) }
+
+type chain []Authorizer
+
+func (c chain) Authorize(ctx context.Context, a Attributes) (Decision, string, error) {
+	var reasons []string
+	for _, az := range c {
+		d, reason, err := az.Authorize(ctx, a)
+		if err != nil {
+			return Deny, "", err
 		}
-		return NoOpinion, strings.Join(reasons, "; "), nil
-	})
+		if d != NoOpinion {
+			return d, reason, nil
+		}
+		if reason != "" {
+			reasons = append(reasons, reason)
+		}
+	}
+	return NoOpinion, strings.Join(reasons, "; "), nil
 }
 
 // Rule grants verbs on resources or non-resource paths, as an RBAC
@@ -157,7 +164,8 @@ func (p *Policy) validate() error {
 }
 
 // RBAC returns an authorizer that allows what the policy grants and has no
-// opinion otherwise. Members of system:masters are allowed everything.
+// opinion otherwise. Members of system:masters are allowed everything. It is
+// a RulesLister.
 func RBAC(p *Policy) (Authorizer, error) {
 	if err := p.validate(); err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
@@ -167,36 +175,49 @@ func RBAC(p *Policy) (Authorizer, error) {
 		r := &p.Roles[i]
 		roles[r.Namespace+"/"+r.Name] = r
 	}
-	bindings := append([]Binding{}, p.Bindings...)
-	return AuthorizerFunc(func(_ context.Context, a Attributes) (Decision, string, error) {
-		if a.User == nil {
-			return NoOpinion, "", nil
-		}
-		if a.User.InGroup(GroupMasters) {
-			return Allow, "", nil
-		}
-		for _, b := range bindings {
-			if !b.subjectMatches(a.User) {
-				continue
-			}
-			if b.Namespace != "" && (!a.ResourceRequest || a.Namespace != b.Namespace) {
-				continue
-			}
-			role := roles[b.Namespace+"/"+b.Role]
-			if role == nil {
-				role = roles["/"+b.Role]
-			}
-			if role == nil || (role.Namespace != "" && role.Namespace != a.Namespace) {
-				continue
-			}
-			for _, rule := range role.Rules {
-				if rule.allows(a) {
-					return Allow, fmt.Sprintf("allowed by binding %q to role %q", b.Name, role.Name), nil
-				}
-			}
-		}
+	return &rbac{roles: roles, bindings: append([]Binding{}, p.Bindings...)}, nil
+}
+
+// rbac is the authorizer of a Policy: roles by "namespace/name".
+type rbac struct {
+	roles    map[string]*Role
+	bindings []Binding
+}
+
+func (p *rbac) Authorize(_ context.Context, a Attributes) (Decision, string, error) {
+	if a.User == nil {
 		return NoOpinion, "", nil
-	}), nil
+	}
+	if a.User.InGroup(GroupMasters) {
+		return Allow, "", nil
+	}
+	for _, b := range p.bindings {
+		if !b.subjectMatches(a.User) {
+			continue
+		}
+		if b.Namespace != "" && (!a.ResourceRequest || a.Namespace != b.Namespace) {
+			continue
+		}
+		role := p.roleOf(&b)
+		if role == nil || (role.Namespace != "" && role.Namespace != a.Namespace) {
+			continue
+		}
+		for _, rule := range role.Rules {
+			if rule.allows(a) {
+				return Allow, fmt.Sprintf("allowed by binding %q to role %q", b.Name, role.Name), nil
+			}
+		}
+	}
+	return NoOpinion, "", nil
+}
+
+// roleOf returns the role a binding names: a role in the binding's
+// namespace, else a cluster role.
+func (p *rbac) roleOf(b *Binding) *Role {
+	if role := p.roles[b.Namespace+"/"+b.Role]; role != nil {
+		return role
+	}
+	return p.roles["/"+b.Role]
 }
 
 func (b *Binding) subjectMatches(u *User) bool {

@@ -72,3 +72,42 @@ func ExampleRBAC() {
 	// create widgets in team-b: no opinion
 	// delete widgets in team-a: no opinion
 }
+
+// ListRules enumerates what an authorizer allows a user in a namespace, as
+// `kubectl auth can-i --list` shows it. RBAC, AlwaysAllow and Chain can;
+// any other authorizer makes the list incomplete.
+func ExampleListRules() {
+	authz, err := auth.RBAC(&auth.Policy{
+		Roles: []auth.Role{
+			{Name: "view", Rules: []auth.Rule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}}}},
+			{Name: "editor", Namespace: "team-a", Rules: []auth.Rule{{APIGroups: []string{"example.dev"}, Resources: []string{"widgets"}, Verbs: []string{"update"}}}},
+		},
+		Bindings: []auth.Binding{
+			{Role: "view", Users: []string{"alice"}},
+			{Role: "editor", Namespace: "team-a", Users: []string{"alice"}},
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	alice := &auth.User{Name: "alice"}
+	other := auth.AuthorizerFunc(func(context.Context, auth.Attributes) (auth.Decision, string, error) { return auth.NoOpinion, "", nil })
+	for _, c := range []struct {
+		az auth.Authorizer
+		ns string
+	}{{authz, "team-a"}, {authz, "team-b"}, {auth.Chain(authz, other), "team-b"}} {
+		rules, incomplete, err := auth.ListRules(context.Background(), c.az, alice, c.ns)
+		for _, r := range rules {
+			fmt.Println(c.ns, r.Resources, r.Verbs)
+		}
+		fmt.Println(c.ns, "incomplete:", incomplete, err)
+	}
+	// Output:
+	// team-a [*] [get list]
+	// team-a [widgets] [update]
+	// team-a incomplete: false <nil>
+	// team-b [*] [get list]
+	// team-b incomplete: false <nil>
+	// team-b [*] [get list]
+	// team-b incomplete: true the authorizer cannot list the rules it allows
+}

@@ -67,9 +67,10 @@ type AdmissionHook struct {
 	// Resources limits the hook to these types, each named by its resource
 	// ("widgets") or resource and group ("widgets.example.dev"); "*" is
 	// every type. Empty means every type the hook is registered for (all
-	// types for Config.Admission), except the server's own
-	// selfsubjectaccessreviews: a hook sees those only when it names them
-	// ("selfsubjectaccessreviews" or "selfsubjectaccessreviews.authorization.k8s.io").
+	// types for Config.Admission), except the server's own reviews
+	// (selfsubjectaccessreviews, selfsubjectrulesreviews, selfsubjectreviews):
+	// a hook sees those only when it names them ("selfsubjectaccessreviews"
+	// or "selfsubjectaccessreviews.authorization.k8s.io").
 	Resources []string
 	// Subresources selects the requests the hook sees by subresource, as the
 	// rules of a Kubernetes admission webhook do ("widgets" vs
@@ -118,9 +119,10 @@ func (h *AdmissionHook) selects(res *Resource, sub string) bool {
 }
 
 // serverReview reports whether res is one of the server's own review types
-// (selfsubjectaccessreviews), which hooks see only when they name them.
+// (selfsubjectaccessreviews, selfsubjectrulesreviews, selfsubjectreviews),
+// which hooks see only when they name them.
 func serverReview(res *Resource) bool {
-	return res.Virtual != nil && res.Group == "authorization.k8s.io"
+	return res.Virtual != nil && (res.Group == "authorization.k8s.io" || res.Group == "authentication.k8s.io")
 }
 
 // admit runs the mutating (mutate true) or validating hooks for a request.
