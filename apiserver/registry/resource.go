@@ -141,10 +141,11 @@ type Options struct {
 	// them, as custom resource lists do).
 	OmitItemTypeMeta bool
 	// TypedDecoding makes a value of the wrong JSON type in a body (a number
-	// where the schema says string) a 400 BadRequest, as kube-apiserver
-	// answers for its built-in types, which it decodes into Go structs,
-	// whatever the fieldValidation level. Default false: 422 Invalid, as
-	// for custom resources.
+	// where the schema says string, an integer written "2.0" or "1e2") a
+	// 400 BadRequest, as kube-apiserver answers for its built-in types, which
+	// it decodes into Go structs, whatever the fieldValidation level.
+	// Default false: 422 Invalid, as for custom resources (which store
+	// "1e2" as 100).
 	TypedDecoding bool
 	// NameValidation checks metadata.name and returns one message per problem.
 	// Default: a DNS-1123 subdomain.
