@@ -2,6 +2,7 @@ package codec
 
 import (
 	"fmt"
+	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -66,7 +67,9 @@ func (l *lexer) hex4() (rune, bool) {
 	return r, true
 }
 
-// number consumes the number at the position and returns its text.
+// number consumes the number at the position and returns its text. A
+// number beyond float64's range ("1e400") is an error, as in Kubernetes'
+// decoding: no client could read it back.
 func (l *lexer) number() ([]byte, error) {
 	end, problem := numberEnd(l.data, l.pos)
 	if problem != "" {
@@ -74,8 +77,27 @@ func (l *lexer) number() ([]byte, error) {
 		return nil, l.errorf("%s", problem)
 	}
 	text := l.data[l.pos:end]
+	if mayOverflow(text) {
+		if _, err := strconv.ParseFloat(string(text), 64); err != nil {
+			return nil, l.errorf("cannot unmarshal number %s into Go value of type float64: out of range", text)
+		}
+	}
 	l.pos = end
 	return text, nil
+}
+
+// mayOverflow reports whether a number literal can be beyond float64's
+// range: only one with an exponent or more than 308 digits can.
+func mayOverflow(text []byte) bool {
+	if len(text) > 308 {
+		return true
+	}
+	for _, c := range text {
+		if c == 'e' || c == 'E' {
+			return true
+		}
+	}
+	return false
 }
 
 // numberEnd returns where the JSON number that starts at data[i] ends, or

@@ -108,7 +108,13 @@ func createBoth(t testing.TB, fast, ref *FieldManager, js, manager string) bool 
 	t.Helper()
 	v, _, err := codec.DecodeJSON([]byte(js))
 	if err != nil {
-		t.Fatalf("bad case %s: %v", js, err)
+		// The decoder refuses numbers beyond float64 ("1e400"); a hook may
+		// still store one, so the field managers get them as json.Number.
+		dec := json.NewDecoder(strings.NewReader(js))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("bad case %s: %v", js, err)
+		}
 	}
 	o, ok := v.(map[string]any)
 	if !ok {

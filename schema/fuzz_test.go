@@ -3,6 +3,8 @@ package schema
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/kapi-dev/kapi/meta"
@@ -49,6 +51,8 @@ func FuzzValidatePrune(f *testing.F) {
 		`{"spec":[],"status":{"phase":{"a":1}}}`,
 		`{"spec":{"size":1e400}}`,
 		`{"spec":{"size":12345678901234567890123}}`,
+		`{"spec":{"size":1e2,"port":8.0e1,"ratio":1.5e1,"ports":[{"name":"a","n":-0},{"name":"b","n":2.50E1}],"free":{"x":1e2}}}`,
+		`{"spec":{"size":1e18,"port":"8e1","ports":[{"name":"a","n":1.5}]}}`,
 		`[1,2,3]`, `"str"`, `null`, `7`,
 	} {
 		f.Add([]byte(seed))
@@ -64,15 +68,23 @@ func FuzzValidatePrune(f *testing.F) {
 		if err := d.Decode(&obj); err != nil {
 			return
 		}
-		_ = Validate(obj, s)
+		before := len(Validate(obj, s))
 
-		Prune(obj, s)
+		norm := Normalize(obj, s)
+		for _, r := range norm.Integers {
+			if !meta.DeepEqual(r.Written, lookup(t, obj, r.Path)) {
+				t.Fatalf("rewrite %s of %s changed the value to %v", r.Path, r.Written, lookup(t, obj, r.Path))
+			}
+		}
 		pruned := meta.DeepCopy(obj)
-		if again := Prune(obj, s); again != nil {
-			t.Fatalf("second Prune dropped %q", again)
+		if again := Normalize(obj, s); again.Unknown != nil || again.Integers != nil {
+			t.Fatalf("second Normalize dropped %q, rewrote %v", again.Unknown, again.Integers)
 		}
 		if !meta.DeepEqual(obj, pruned) {
-			t.Fatalf("second Prune changed the object")
+			t.Fatalf("second Normalize changed the object")
+		}
+		if len(norm.Unknown) == 0 && len(Validate(obj, s)) != before {
+			t.Fatalf("rewriting integers %v changed validation", norm.Integers)
 		}
 
 		Default(obj, s)
@@ -88,4 +100,31 @@ func FuzzValidatePrune(f *testing.F) {
 			t.Fatalf("object no longer encodes: %v", err)
 		}
 	})
+}
+
+// lookup returns the value at a rendered path ("spec.ports[0].n"), which
+// must be a plain integer literal.
+func lookup(t *testing.T, obj any, path string) any {
+	t.Helper()
+	cur := obj
+	for _, part := range strings.Split(path, ".") {
+		name, rest, _ := strings.Cut(part, "[")
+		if name != "" {
+			cur = cur.(map[string]any)[name]
+		}
+		for rest != "" {
+			idx, after, _ := strings.Cut(rest, "]")
+			i, err := strconv.Atoi(idx)
+			if err != nil {
+				t.Fatalf("path %s: %v", path, err)
+			}
+			cur = cur.([]any)[i]
+			rest = strings.TrimPrefix(after, "[")
+		}
+	}
+	n, ok := cur.(json.Number)
+	if _, err := strconv.ParseInt(string(n), 10, 64); !ok || err != nil || n == "-0" {
+		t.Fatalf("%s = %#v, not a plain integer", path, cur)
+	}
+	return cur
 }

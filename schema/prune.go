@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"encoding/json"
 	"slices"
 
 	"github.com/kapi-dev/kapi/meta"
@@ -20,20 +21,43 @@ import (
 // does not match the schema are left for Validate to report. A nil schema
 // prunes nothing.
 func Prune(obj any, s *Schema) []string {
+	return prune(obj, s, false).Unknown
+}
+
+// Normalized is what Normalize changed in an object.
+type Normalized struct {
+	Unknown  []string         // the dropped fields, as Prune returns them
+	Integers []IntegerRewrite // the rewritten integers, by path
+}
+
+// Normalize is Prune that also rewrites, in the same walk, every integral
+// value of an integer or int-or-string field written with a fraction or an
+// exponent ("1e2", "8.0e1", "2.0") or as "-0" as a plain integer, as
+// Kubernetes stores custom resources; it reports both.
+func Normalize(obj any, s *Schema) Normalized {
+	return prune(obj, s, true)
+}
+
+func prune(obj any, s *Schema, integers bool) Normalized {
 	if s == nil {
-		return nil
+		return Normalized{}
 	}
-	p := pruner{path: make([]pathElem, 0, 8)}
+	p := pruner{path: make([]pathElem, 0, 8), integers: integers}
 	p.prune(obj, s, true)
 	slices.Sort(p.dropped)
-	return slices.Compact(p.dropped)
+	if len(p.rewritten) > 1 {
+		sortRewrites(p.rewritten)
+	}
+	return Normalized{Unknown: slices.Compact(p.dropped), Integers: p.rewritten}
 }
 
 // pruner prunes one object. path is the place of the value being pruned,
-// kept as a stack and rendered only for a dropped field.
+// kept as a stack and rendered only for a dropped field or a rewrite.
 type pruner struct {
-	dropped []string
-	path    []pathElem
+	dropped   []string
+	rewritten []IntegerRewrite
+	path      []pathElem
+	integers  bool // rewrite integers (Normalize)
 }
 
 // pathElem is a field name, or an index when index >= 0.
@@ -47,6 +71,11 @@ func (p *pruner) pop()            { p.path = p.path[:len(p.path)-1] }
 
 // drop records the field k of the value at p.path as dropped.
 func (p *pruner) drop(k string) {
+	p.dropped = append(p.dropped, p.at().Child(k).String())
+}
+
+// at renders p.path.
+func (p *pruner) at() *meta.Path {
 	var mp *meta.Path
 	for _, e := range p.path {
 		if e.index >= 0 {
@@ -55,7 +84,7 @@ func (p *pruner) drop(k string) {
 			mp = mp.Child(e.name)
 		}
 	}
-	p.dropped = append(p.dropped, mp.Child(k).String())
+	return mp
 }
 
 // keepResourceField handles apiVersion, kind and metadata of a resource
@@ -69,17 +98,43 @@ func (p *pruner) keepResourceField(x map[string]any, k string) bool {
 	case "metadata":
 		m, ok := x[k].(map[string]any)
 		if ok {
-			p.field(m, objectMetaSchema, k)
+			p.field(x, m, objectMetaSchema, k)
 		}
 		return ok
 	}
 	return false
 }
 
-// field prunes v, field k of the value at p.path, against s.
-func (p *pruner) field(v any, s *Schema, k string) {
-	p.push(pathElem{name: k, index: -1})
+// field prunes v, field k of x (the value at p.path), against s.
+func (p *pruner) field(x map[string]any, v any, s *Schema, k string) {
+	e := pathElem{name: k, index: -1}
+	if n, ok := v.(json.Number); ok {
+		if c, ok := p.number(n, s, e); ok {
+			x[k] = c
+		}
+		return
+	}
+	p.push(e)
 	p.prune(v, s, false)
+	p.pop()
+}
+
+// item prunes element i of x (the value at p.path) against s, with skipPrune
+// when skip is set.
+func (p *pruner) item(x []any, i int, s *Schema, skip bool) {
+	e := pathElem{index: i}
+	if n, ok := x[i].(json.Number); ok {
+		if c, ok := p.number(n, s, e); ok {
+			x[i] = c
+		}
+		return
+	}
+	p.push(e)
+	if skip {
+		p.skipPrune(x[i], s, false)
+	} else {
+		p.prune(x[i], s, false)
+	}
 	p.pop()
 }
 
@@ -107,12 +162,12 @@ func (p *pruner) prune(x any, s *Schema, resource bool) {
 				continue
 			}
 			if ps, ok := s.Properties[k]; ok {
-				p.field(v, ps, k)
+				p.field(t, v, ps, k)
 				continue
 			}
 			if ap := s.AdditionalProperties; ap != nil && (ap.Allows || ap.Schema != nil) {
 				if ap.Schema != nil {
-					p.field(v, ap.Schema, k)
+					p.field(t, v, ap.Schema, k)
 				}
 				continue
 			}
@@ -127,10 +182,8 @@ func (p *pruner) prune(x any, s *Schema, resource bool) {
 		if s != nil {
 			items = s.Items
 		}
-		for i, e := range t {
-			p.push(pathElem{index: i})
-			p.prune(e, items, false)
-			p.pop()
+		for i := range t {
+			p.item(t, i, items, false)
 		}
 	}
 }
@@ -150,16 +203,14 @@ func (p *pruner) skipPrune(x any, s *Schema, resource bool) {
 				continue
 			}
 			if ps, ok := s.Properties[k]; ok {
-				p.field(v, ps, k)
+				p.field(t, v, ps, k)
 			} else if as := s.additional(); as != nil {
-				p.field(v, as, k)
+				p.field(t, v, as, k)
 			}
 		}
 	case []any:
-		for i, e := range t {
-			p.push(pathElem{index: i})
-			p.skipPrune(e, s.Items, false)
-			p.pop()
+		for i := range t {
+			p.item(t, i, s.Items, true)
 		}
 	}
 }

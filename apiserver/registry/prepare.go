@@ -93,17 +93,21 @@ func (s *Store) checkNamespace(md map[string]any, ns string) error {
 	return nil
 }
 
-// pruneAndDefault drops unknown fields (reporting them per fieldValidation)
-// and applies schema defaults.
+// pruneAndDefault drops unknown fields (reporting them per fieldValidation),
+// writes integral integers as plain integers (refusing "2.0" in a built-in
+// type) and applies schema defaults.
 func (s *Store) pruneAndDefault(obj Object, opts WriteOptions) ([]string, error) {
-	unknown := schema.Prune(obj, s.res.Schema)
-	problems := make([]string, 0, len(unknown)+len(opts.UnknownFields))
+	norm := schema.Normalize(obj, s.res.Schema)
+	problems := make([]string, 0, len(norm.Unknown)+len(opts.UnknownFields))
 	problems = append(problems, opts.UnknownFields...)
-	for _, f := range unknown {
+	for _, f := range norm.Unknown {
 		problems = append(problems, fmt.Sprintf("unknown field %q", f))
 	}
 	warnings, err := fieldProblems(s.res.GroupVersionKind(), opts.FieldValidation, problems)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.typedIntegers(norm.Integers); err != nil {
 		return nil, err
 	}
 	if _, err := metadataOf(obj); err != nil {

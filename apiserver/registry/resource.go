@@ -141,10 +141,11 @@ type Options struct {
 	// them, as custom resource lists do).
 	OmitItemTypeMeta bool
 	// TypedDecoding makes a value of the wrong JSON type in a body (a number
-	// where the schema says string) a 400 BadRequest, as kube-apiserver
-	// answers for its built-in types, which it decodes into Go structs,
-	// whatever the fieldValidation level. Default false: 422 Invalid, as
-	// for custom resources.
+	// where the schema says string, an integer written "2.0" or "1e2") a
+	// 400 BadRequest, as kube-apiserver answers for its built-in types, which
+	// it decodes into Go structs, whatever the fieldValidation level.
+	// Default false: 422 Invalid, as for custom resources (which store
+	// "1e2" as 100).
 	TypedDecoding bool
 	// StandardFinalizers refuses (422) a finalizer name without a "/" that
 	// is not one of Kubernetes' own (kubernetes, orphan, foregroundDeletion),
