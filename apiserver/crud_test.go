@@ -372,3 +372,20 @@ func TestSelfLinkCleared(t *testing.T) {
 		t.Fatalf("selfLink kept on update: %v", cm["metadata"])
 	}
 }
+
+// TestWarningsWithErrors: the warnings of a request that fails validation
+// come with its error, as kube-apiserver sends them whatever the outcome.
+func TestWarningsWithErrors(t *testing.T) {
+	_, ts := newTestServer(t)
+	r := do(t, ts, "POST", cmPath, `{"metadata":{"name":"BAD"},"bogus":1}`)
+	r.status(t, 422, meta.StatusReasonInvalid)
+	if !strings.Contains(r.header.Get("Warning"), `unknown field \"bogus\"`) {
+		t.Fatalf("create: Warning %q", r.header.Get("Warning"))
+	}
+	do(t, ts, "POST", cmPath, `{"metadata":{"name":"ok"}}`)
+	r = do(t, ts, "PUT", cmPath+"/ok", `{"metadata":{"name":"ok","labels":{"-bad":"x"}},"bogus":1}`)
+	r.status(t, 422, meta.StatusReasonInvalid)
+	if !strings.Contains(r.header.Get("Warning"), `unknown field \"bogus\"`) {
+		t.Fatalf("update: Warning %q", r.header.Get("Warning"))
+	}
+}

@@ -44,7 +44,7 @@ func (s *Store) Create(ctx context.Context, ns string, obj Object, opts WriteOpt
 	s.manageFields(nil, obj, obj, opts)
 	errs, vwarnings := s.validate(ctx, obj, nil)
 	if len(errs) > 0 {
-		return nil, s.invalid(name, errs)
+		return nil, s.invalid(name, errs, warnings)
 	}
 	warnings = append(warnings, vwarnings...)
 	if err := s.admit(ctx, false, areq); err != nil {

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kapi-dev/kapi/meta"
@@ -191,17 +192,23 @@ func blockingError(errs meta.ErrorList) bool {
 // invalid is the answer to an object that fails validation: 422 Invalid,
 // or, for a type with Options.TypedDecoding, a 400 for a value of the wrong
 // JSON type, as kube-apiserver's decoding into Go structs answers.
-func (s *Store) invalid(name string, errs meta.ErrorList) error {
+func (s *Store) invalid(name string, errs meta.ErrorList, warnings []string) error {
 	res := s.res
+	var se *meta.StatusError
 	if res.Options.TypedDecoding {
 		for _, e := range errs {
 			if e.Type == meta.CauseTypeTypeInvalid && e.BadValue != "null" {
-				return meta.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %s: %s",
+				se = meta.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %s: %s",
 					res.Kind, res.Version, res.Kind, e.Field, e.Detail))
+				break
 			}
 		}
 	}
-	return meta.NewInvalid(res.GroupVersionKind(), name, errs)
+	if se == nil {
+		se = meta.NewInvalid(res.GroupVersionKind(), name, errs)
+	}
+	se.Warnings = slices.Clone(warnings) // sent with the error, as kube-apiserver does
+	return se
 }
 
 // schemaValidate validates everything but metadata, which the server

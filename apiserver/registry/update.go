@@ -96,11 +96,11 @@ func (s *Store) replace(ctx context.Context, ns, name string, obj Object, cur st
 	}
 	areq := &AdmissionRequest{Operation: OperationUpdate, Subresource: opts.Subresource, Namespace: ns, Name: name,
 		Object: s.updated(ctx, obj, old, opts.Subresource), OldObject: old, DryRun: opts.DryRun}
-	next, ratcheted, err := s.admitUpdate(ctx, areq, obj, opts)
+	next, vwarnings, err := s.admitUpdate(ctx, areq, obj, opts, warnings)
 	if err != nil {
 		return nil, err
 	}
-	warnings = append(slices.Clip(warnings), ratcheted...) // a retried attempt must not write into the caller's slice
+	warnings = append(slices.Clip(warnings), vwarnings...) // a retried attempt must not write into the caller's slice
 	enc, err := encodeStoredInto(buf, next)
 	if err != nil {
 		return nil, meta.NewInternalError(err)
@@ -169,25 +169,26 @@ func (s *Store) updated(ctx context.Context, obj, old Object, subresource string
 }
 
 // admitUpdate runs an update's mutating admission, field management,
-// validation and validating admission, and returns the object to write.
-func (s *Store) admitUpdate(ctx context.Context, areq *AdmissionRequest, obj Object, opts WriteOptions) (Object, []string, error) {
+// validation and validating admission, and returns the object to write;
+// warnings, the request's so far, go with a validation error.
+func (s *Store) admitUpdate(ctx context.Context, areq *AdmissionRequest, obj Object, opts WriteOptions, warnings []string) (Object, []string, error) {
 	if err := s.admit(ctx, true, areq); err != nil {
 		return nil, nil, err
 	}
 	next, old := areq.Object, areq.OldObject
 	s.manageFields(old, next, obj, opts)
 	errs := checkFinalizersOnUpdate(next, old)
-	var warnings []string
+	var vwarnings []string
 	if len(errs) == 0 {
-		errs, warnings = s.validate(ctx, next, old)
+		errs, vwarnings = s.validate(ctx, next, old)
 	}
 	if len(errs) > 0 {
-		return nil, nil, s.invalid(areq.Name, errs)
+		return nil, nil, s.invalid(areq.Name, errs, append(slices.Clip(warnings), vwarnings...))
 	}
 	if err := s.admit(ctx, false, areq); err != nil {
 		return nil, nil, err
 	}
-	return next, warnings, nil
+	return next, vwarnings, nil
 }
 
 // manageFields sets next's metadata.managedFields for a write (the one
