@@ -27,7 +27,11 @@ func (s *Server) encodeConverted(r *http.Request, c codec.Choice, p *payload) ([
 		if err != nil {
 			return nil, err
 		}
-		b, err := newTableBuilder(p.res, c.Version, include, time.Now())
+		res := p.res
+		if p.kind == bodyScale {
+			res = scaleTableResource()
+		}
+		b, err := newTableBuilder(res, c.Version, include, time.Now())
 		if err != nil {
 			return nil, err
 		}
@@ -174,4 +178,14 @@ func totalLen(items [][]byte) int {
 // (singular), as kube-apiserver words it.
 func metadataOfList(res *registry.Resource) error {
 	return notAcceptable(fmt.Sprintf("you requested PartialObjectMetadata, but the requested object is a list (%s)", res.ListKind))
+}
+
+// scaleTableResource describes an autoscaling/v1 Scale for its Table: the
+// columns kube-apiserver prints for it.
+func scaleTableResource() *registry.Resource {
+	return &registry.Resource{Group: "autoscaling", Version: "v1", Kind: "Scale", PrinterColumns: []registry.Column{
+		{Name: "Desired", Type: "integer", Description: "Desired number of replicas.", JSONPath: ".spec.replicas"},
+		{Name: "Available", Type: "integer", Description: "Actual number of observed replicas.", JSONPath: ".status.replicas"},
+		{Name: "Age", Type: "date", Description: creationTimestampDescription, JSONPath: ".metadata.creationTimestamp"},
+	}}
 }

@@ -250,6 +250,17 @@ func TestScale(t *testing.T) {
 	if str(sc, "kind") != "Scale" || str(sc, "apiVersion") != "autoscaling/v1" || str(sc, "spec", "replicas") != "2" || str(sc, "status", "replicas") != "2" || str(sc, "metadata", "name") != "s" {
 		t.Fatalf("scale: %v", sc)
 	}
+	// kubectl get --subresource=scale asks for a Table: Desired and Available.
+	tb := do(t, ts, "GET", wdPath+"/s/scale", "", "Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json").object(t)
+	cols, _ := tb["columnDefinitions"].([]any)
+	rows, _ := tb["rows"].([]any)
+	if str(tb, "kind") != "Table" || len(cols) != 4 || len(rows) != 1 {
+		t.Fatalf("scale table: %v", tb)
+	}
+	cells := rows[0].(map[string]any)["cells"].([]any)
+	if cols[1].(map[string]any)["name"] != "Desired" || cols[2].(map[string]any)["name"] != "Available" || cells[0] != "s" || cells[1] != 2.0 || cells[2] != 2.0 {
+		t.Fatalf("scale table columns %v, cells %v", cols, cells)
+	}
 	r := do(t, ts, "PATCH", wdPath+"/s/scale", `{"spec":{"replicas":5}}`, "Content-Type", "application/merge-patch+json")
 	if r.code != 200 || str(r.object(t), "spec", "replicas") != "5" {
 		t.Fatalf("scale patch: %d %s", r.code, r.body)

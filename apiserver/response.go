@@ -134,6 +134,8 @@ func (p *payload) allows(c codec.Choice, isError bool) bool {
 		}
 		switch p.kind {
 		case bodyObject, bodyList, bodyStatus:
+		case bodyScale: // a Table only (kubectl get --subresource=scale)
+			return c.As == codec.AsTable && c.Format != codec.FormatProtobuf
 		default:
 			return false
 		}
