@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/meta"
 )
 
@@ -333,6 +334,13 @@ func TestLongNames(t *testing.T) {
 	}
 	apply := do(t, ts, "PATCH", cmPath+"/"+long+"?fieldManager=m", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"`+long+`"}}`, "Content-Type", "application/apply-patch+yaml")
 	apply.status(t, 422, meta.StatusReasonInvalid)
+	// A type whose names have no length rule (events) gets to the storage's
+	// key limit: a create is an invalid name, not a missing object.
+	ets := newEventServer(t, registry.EventOptions{})
+	st := do(t, ets, "POST", coreEvents, `{"metadata":{"name":"`+long+`"},"involvedObject":{"namespace":"default"}}`).status(t, 422, meta.StatusReasonInvalid)
+	if len(st.Details.Causes) != 1 || st.Details.Causes[0].Field != "metadata.name" || st.Details.Causes[0].Type != meta.CauseTypeFieldValueTooLong {
+		t.Fatalf("long event name: %+v", st)
+	}
 }
 
 // TestUIDPrecondition: a metadata.uid in a PUT body must be the object's,
@@ -361,6 +369,15 @@ func TestUIDPrecondition(t *testing.T) {
 	}
 }
 
+// TestUIDPreconditionCreateOnUpdate: a PUT that would create (events) does
+// not when it names a uid: no object has it.
+func TestUIDPreconditionCreateOnUpdate(t *testing.T) {
+	ts := newEventServer(t, registry.EventOptions{})
+	ev := `{"metadata":{"name":"n.1","uid":"abc"},"involvedObject":{"namespace":"default"}}`
+	do(t, ts, "PUT", coreEvents+"/n.1", ev).status(t, 409, meta.StatusReasonConflict)
+	do(t, ts, "GET", coreEvents+"/n.1", "").status(t, 404, meta.StatusReasonNotFound)
+}
+
 // TestSelfLinkCleared: a selfLink a client sends is not kept, as
 // kube-apiserver no longer sets or stores it.
 func TestSelfLinkCleared(t *testing.T) {
@@ -379,13 +396,24 @@ func TestWarningsWithErrors(t *testing.T) {
 	_, ts := newTestServer(t)
 	r := do(t, ts, "POST", cmPath, `{"metadata":{"name":"BAD"},"bogus":1}`)
 	r.status(t, 422, meta.StatusReasonInvalid)
-	if !strings.Contains(r.header.Get("Warning"), `unknown field \"bogus\"`) {
-		t.Fatalf("create: Warning %q", r.header.Get("Warning"))
+	if w := r.header.Values("Warning"); len(w) != 1 || !strings.Contains(w[0], `unknown field \"bogus\"`) {
+		t.Fatalf("create: Warning %q", w)
 	}
 	do(t, ts, "POST", cmPath, `{"metadata":{"name":"ok"}}`)
 	r = do(t, ts, "PUT", cmPath+"/ok", `{"metadata":{"name":"ok","labels":{"-bad":"x"}},"bogus":1}`)
 	r.status(t, 422, meta.StatusReasonInvalid)
-	if !strings.Contains(r.header.Get("Warning"), `unknown field \"bogus\"`) {
-		t.Fatalf("update: Warning %q", r.header.Get("Warning"))
+	if w := r.header.Values("Warning"); len(w) != 1 || !strings.Contains(w[0], `unknown field \"bogus\"`) {
+		t.Fatalf("update: Warning %q", w)
+	}
+	r = do(t, ts, "PATCH", cmPath+"/ok", `{"metadata":{"labels":{"-bad":"x"}},"bogus":1}`, "Content-Type", "application/merge-patch+json")
+	r.status(t, 422, meta.StatusReasonInvalid)
+	if w := r.header.Values("Warning"); len(w) != 1 || !strings.Contains(w[0], `unknown field \"bogus\"`) {
+		t.Fatalf("patch: Warning %q", w)
+	}
+	// A finalizer warning is validation's: not sent when validation fails.
+	r = do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w","finalizers":["baz"]},"spec":{"size":"big"}}`)
+	r.status(t, 422, meta.StatusReasonInvalid)
+	if w := r.header.Values("Warning"); len(w) != 0 {
+		t.Fatalf("failed create: Warning %q", w)
 	}
 }

@@ -146,6 +146,9 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, t patchTarget) {
 		res, warnings, err = s.applyOtherPatch(r.Context(), t, mt, body, opts)
 	}
 	if err != nil {
+		for _, warning := range warnings {
+			addWarning(w, warning)
+		}
 		s.writeError(w, r, err)
 		return
 	}
@@ -238,7 +241,7 @@ func (s *Server) applyOtherPatch(ctx context.Context, t patchTarget, mt string, 
 			continue
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, warnings, err // the warnings go with the error, as kube-apiserver sends them
 		}
 		return res, warnings, nil
 	}

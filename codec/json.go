@@ -16,9 +16,22 @@ const MaxDepth = 10000
 // []any, string, json.Number (numbers stay exact), bool and nil. Unlike
 // encoding/json it reports duplicate object keys, by field path
 // ("spec.ports[1].name"), as Kubernetes' field validation does; the last
-// occurrence wins. Trailing non-space data is an error.
+// occurrence wins. Trailing non-space data is an error, and so is a number
+// beyond float64's range (no client could read it back).
 func DecodeJSON(data []byte) (any, []string, error) {
-	d := decoder{lexer: lexer{data: data}, path: make([]pathElem, 0, 16)}
+	return decodeJSON(data, true)
+}
+
+// DecodeStoredJSON decodes like DecodeJSON but takes numbers beyond
+// float64's range, for bytes the server stored itself (before requests were
+// refused them, or from a hook's object): they must stay readable, and the
+// object deletable.
+func DecodeStoredJSON(data []byte) (any, []string, error) {
+	return decodeJSON(data, false)
+}
+
+func decodeJSON(data []byte, checkRange bool) (any, []string, error) {
+	d := decoder{lexer: lexer{data: data, checkRange: checkRange}, path: make([]pathElem, 0, 16)}
 	d.skipSpace()
 	v, err := d.value(0)
 	if err != nil {

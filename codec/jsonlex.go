@@ -16,6 +16,9 @@ type lexer struct {
 	// spaced is set when skipSpace skips something (the scanner's callers
 	// reset it).
 	spaced bool
+	// checkRange refuses numbers beyond float64's range (DecodeJSON's
+	// request bodies); stored bytes are read whatever they hold.
+	checkRange bool
 }
 
 func (l *lexer) errorf(format string, args ...any) error {
@@ -67,9 +70,9 @@ func (l *lexer) hex4() (rune, bool) {
 	return r, true
 }
 
-// number consumes the number at the position and returns its text. A
-// number beyond float64's range ("1e400") is an error, as in Kubernetes'
-// decoding: no client could read it back.
+// number consumes the number at the position and returns its text. With
+// checkRange, a number beyond float64's range ("1e400") is an error, as in
+// Kubernetes' decoding: no client could read it back.
 func (l *lexer) number() ([]byte, error) {
 	end, problem := numberEnd(l.data, l.pos)
 	if problem != "" {
@@ -77,7 +80,7 @@ func (l *lexer) number() ([]byte, error) {
 		return nil, l.errorf("%s", problem)
 	}
 	text := l.data[l.pos:end]
-	if mayOverflow(text) {
+	if l.checkRange && mayOverflow(text) {
 		if _, err := strconv.ParseFloat(string(text), 64); err != nil {
 			return nil, l.errorf("cannot unmarshal number %s into Go value of type float64: out of range", text)
 		}

@@ -11,8 +11,9 @@ import (
 
 // IntegerRewrite is an integer field whose integral value was written in
 // another form ("1e2", "8.0e1", "2.0", "-0") and that Normalize rewrote as a
-// plain integer, as Kubernetes stores such values of custom resources (its
-// generic decoding reads them as float64 and encodes them again).
+// plain integer. Kubernetes stores such values of custom resources so (its
+// generic decoding reads every number as float64 and encodes it again);
+// kapi rewrites only integer fields, where a typed client needs it.
 type IntegerRewrite struct {
 	Path    string      // "spec.ports[0].port"
 	Written json.Number // the value as written

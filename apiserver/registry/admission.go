@@ -122,7 +122,15 @@ func (h *AdmissionHook) selects(res *Resource, sub string) bool {
 // (selfsubjectaccessreviews, selfsubjectrulesreviews, selfsubjectreviews),
 // which hooks see only when they name them.
 func serverReview(res *Resource) bool {
-	return res.Virtual != nil && (res.Group == "authorization.k8s.io" || res.Group == "authentication.k8s.io")
+	if res.Virtual == nil {
+		return false
+	}
+	switch res.Group + "/" + res.Resource {
+	case "authorization.k8s.io/selfsubjectaccessreviews", "authorization.k8s.io/selfsubjectrulesreviews",
+		"authentication.k8s.io/selfsubjectreviews":
+		return true
+	}
+	return false
 }
 
 // admit runs the mutating (mutate true) or validating hooks for a request.

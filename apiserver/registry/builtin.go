@@ -35,7 +35,7 @@ func Namespaces() Resource {
 		ShortNames: []string{"ns"},
 		Schema: mustSchema(`{"type":"object","description":"Namespace provides a scope for Names.","properties":{` + typeMetaProps + `,
 "spec":{"type":"object","description":"Spec defines the behavior of the Namespace.","properties":{"finalizers":{"type":"array","items":{"type":"string"},"description":"Finalizers is an opaque list of values that must be empty to permanently remove object from storage."}}},
-"status":{"type":"object","description":"Status describes the current status of a Namespace.","properties":{"phase":{"type":"string","description":"Phase is the current lifecycle phase of the namespace."},"conditions":{"type":"array","description":"Represents the latest available observations of a namespace's current state.","items":{"type":"object","description":"NamespaceCondition contains details about state of namespace.","required":["type","status"],"properties":{
+"status":{"type":"object","description":"Status describes the current status of a Namespace.","properties":{"phase":{"type":"string","description":"Phase is the current lifecycle phase of the namespace."},"conditions":{"type":"array","description":"Represents the latest available observations of a namespace's current state.","items":{"type":"object","description":"NamespaceCondition contains details about state of namespace.","properties":{
 "type":{"type":"string","description":"Type of namespace controller condition."},
 "status":{"type":"string","description":"Status of the condition, one of True, False, Unknown."},
 "lastTransitionTime":{"type":"string","format":"date-time","description":"Last time the condition transitioned from one status to another."},
@@ -98,36 +98,44 @@ func Namespaces() Resource {
 				fins, _, _ := meta.NestedSlice(obj, "spec", "finalizers")
 				return len(fins) > 0
 			},
-			Validate: func(_ context.Context, obj Object) meta.ErrorList { return validateNamespace(obj) },
+			Validate:             func(_ context.Context, obj Object) meta.ErrorList { return validateNamespace(obj) },
+			ValidateStatusUpdate: func(_ context.Context, obj, _ Object) meta.ErrorList { return validateNamespaceStatus(obj) },
 		},
 	}
 }
 
-// validateNamespace checks what kube-apiserver checks of a namespace beyond
-// its metadata: spec.finalizers are qualified or standard names, and the
-// phase follows the deletion (Active before it, Terminating after).
+// validateNamespace checks a namespace's spec.finalizers as kube-apiserver
+// does: qualified names, and a name without "/" only if it is standard.
 func validateNamespace(obj Object) meta.ErrorList {
 	var errs meta.ErrorList
 	p := meta.NewPath("spec", "finalizers")
 	fins, _, _ := meta.NestedSlice(obj, "spec", "finalizers")
-	names := make([]string, 0, len(fins))
-	for i, f := range fins {
+	for _, f := range fins {
 		name, _ := f.(string)
 		for _, msg := range meta.IsQualifiedName(name) {
-			errs = append(errs, meta.Invalid(p.Index(i), name, msg))
+			errs = append(errs, meta.Invalid(p, name, msg))
 		}
-		names = append(names, name)
-	}
-	errs = append(errs, standardFinalizerErrors(names, p)...)
-	phase, _, _ := meta.NestedString(obj, "status", "phase")
-	if meta.GetDeletionTimestamp(obj) == nil {
-		if phase != "Active" {
-			errs = append(errs, meta.Invalid(meta.NewPath("status", "phase"), phase, "may only be 'Active' if `deletionTimestamp` is empty"))
+		if unqualifiedFinalizer(name) {
+			errs = append(errs, meta.Invalid(p, name, "name is neither a standard finalizer name nor is it fully qualified"))
 		}
-	} else if phase != "Terminating" {
-		errs = append(errs, meta.Invalid(meta.NewPath("status", "phase"), phase, "may only be 'Terminating' if `deletionTimestamp` is not empty"))
 	}
 	return errs
+}
+
+// validateNamespaceStatus checks a write to a namespace's /status: the
+// phase follows the deletion (Active before it, Terminating after), as
+// kube-apiserver's status strategy requires.
+func validateNamespaceStatus(obj Object) meta.ErrorList {
+	phase, _, _ := meta.NestedString(obj, "status", "phase")
+	p := meta.NewPath("status", "Phase") // kube-apiserver's path
+	if meta.GetDeletionTimestamp(obj) == nil {
+		if phase != "Active" {
+			return meta.ErrorList{meta.Invalid(p, phase, "may only be 'Active' if `deletionTimestamp` is empty")}
+		}
+	} else if phase != "Terminating" {
+		return meta.ErrorList{meta.Invalid(p, phase, "may only be 'Terminating' if `deletionTimestamp` is not empty")}
+	}
+	return nil
 }
 
 // Protobuf messages of the built-in types, wire-compatible with

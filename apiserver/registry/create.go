@@ -106,15 +106,26 @@ func (s *Store) storeNew(ctx context.Context, ns, name string, obj Object, opts 
 			return nil, meta.NewAlreadyExists(gr, name)
 		}
 		if !errors.Is(err, storage.ErrNotFound) {
-			return nil, storageError(err, gr, name)
+			return nil, s.createError(err, name)
 		}
 		return &Result{JSON: so.objectJSON(0), Object: obj, Warnings: warnings}, nil
 	}
 	rev, err := s.storage.Create(ctx, s.key(ns, name), enc)
 	if err != nil {
-		return nil, storageError(err, gr, name)
+		return nil, s.createError(err, name)
 	}
 	s.wrote(rev)
 	setRV(obj, rev)
 	return &Result{JSON: so.objectJSON(rev), Object: obj, Warnings: warnings}, nil
+}
+
+// createError is the answer to a failed create: a name too long for the
+// storage's keys is an invalid name (422), where a read of it finds nothing.
+func (s *Store) createError(err error, name string) error {
+	if errors.Is(err, storage.ErrKeyTooLong) {
+		return meta.NewInvalid(s.res.GroupVersionKind(), name, meta.ErrorList{
+			meta.TooLong(meta.NewPath("metadata", "name"), name, -1), // the storage's limit: its key holds more than the name
+		})
+	}
+	return storageError(err, s.res.GroupResource(), name)
 }

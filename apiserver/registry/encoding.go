@@ -171,7 +171,7 @@ func (s storedObject) appendJSON(dst []byte, rv int64, typeMeta bool) []byte {
 // (json.Number), with kapi's decoder: stored values and the objects made
 // from them are decoded on every update, patch and delete.
 func decodeObject(data []byte) (Object, error) {
-	v, _, err := codec.DecodeJSON(data)
+	v, _, err := codec.DecodeStoredJSON(data)
 	if err != nil {
 		return nil, err
 	}

@@ -76,7 +76,6 @@ func eventsOptions(opts EventOptions) Options {
 		NoGeneration:        true,
 		OmitItemTypeMeta:    true,
 		TypedDecoding:       true,
-		StandardFinalizers:  true,
 		TTL:                 opts.TTL,
 		NameValidation:      meta.IsValidPathSegmentName,
 	}

@@ -97,5 +97,6 @@ func convertEvent(obj Object, from, to eventFields) (Object, error) {
 func eventsV1Options(opts EventOptions) Options {
 	o := eventsOptions(opts)
 	o.NameValidation = nil
+	o.StandardFinalizers = true // events.k8s.io validates them; core v1 events do not
 	return o
 }

@@ -8,34 +8,42 @@ import (
 )
 
 // isStandardFinalizer reports Kubernetes' own finalizer names, the only ones
-// without a "/" that its built-in types accept.
+// without a "/" that its strict types accept.
 func isStandardFinalizer(name string) bool {
 	return name == NamespaceFinalizer || name == FinalizerOrphan || name == FinalizerForeground
 }
 
-// standardFinalizerErrors refuses the names of fins that are neither
-// qualified with a "/" nor standard, as kube-apiserver does for its
-// built-in types (their qualified-name syntax is metadata validation's).
-func standardFinalizerErrors(fins []string, p *meta.Path) meta.ErrorList {
-	var errs meta.ErrorList
-	for i, f := range fins {
-		if !strings.Contains(f, "/") && !isStandardFinalizer(f) {
-			errs = append(errs, meta.Invalid(p.Index(i), f, "name is neither a standard finalizer name nor is it fully qualified"))
-		}
-	}
-	return errs
+// unqualifiedFinalizer reports a finalizer name with no "/" that is not
+// standard.
+func unqualifiedFinalizer(name string) bool {
+	return !strings.Contains(name, "/") && !isStandardFinalizer(name)
 }
 
-// finalizerWarnings warns of the finalizers obj adds to old (nil: every
-// one) that are neither qualified nor standard, as kube-apiserver does for
-// custom resources, which accept them.
-func finalizerWarnings(obj, old Object) []string {
-	var warnings []string
+// finalizerNames checks the metadata.finalizers that obj adds to old (nil:
+// every one). With strict (Options.StandardFinalizers) an unqualified name
+// is refused, as kube-apiserver refuses it for most of its built-in types;
+// otherwise it is accepted with a warning, as for custom resources. Names
+// old already has pass either way: objects stored before a type turned
+// strict stay writable, and their finalizers can go one at a time.
+func finalizerNames(obj, old Object, strict bool) (meta.ErrorList, []string) {
+	fins := meta.GetFinalizers(obj)
+	if len(fins) == 0 {
+		return nil, nil
+	}
 	had := meta.GetFinalizers(old)
-	for _, f := range meta.GetFinalizers(obj) {
-		if !strings.Contains(f, "/") && !isStandardFinalizer(f) && !contains(had, f) {
-			warnings = append(warnings, fmt.Sprintf("metadata.finalizers: %q: prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers", f))
+	var (
+		errs     meta.ErrorList
+		warnings []string
+	)
+	for i, f := range fins {
+		if !unqualifiedFinalizer(f) || contains(had, f) {
+			continue
+		}
+		if strict {
+			errs = append(errs, meta.Invalid(meta.NewPath("metadata", "finalizers").Index(i), f, "name is neither a standard finalizer name nor is it fully qualified"))
+		} else {
+			warnings = append(warnings, fmt.Sprintf("metadata.finalizers: %q: prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers", f))
 		}
 	}
-	return warnings
+	return errs, warnings
 }

@@ -61,12 +61,11 @@ func Leases() Resource {
 			ageColumn,
 		},
 		Options: Options{
-			StrategicMerge:     true,
-			CreateOnUpdate:     true,
-			NoGeneration:       true,
-			OmitItemTypeMeta:   true,
-			TypedDecoding:      true,
-			StandardFinalizers: true,
+			StrategicMerge:   true,
+			CreateOnUpdate:   true,
+			NoGeneration:     true,
+			OmitItemTypeMeta: true,
+			TypedDecoding:    true,
 		},
 		Strategy: Strategy{
 			CheckBody: checkLeaseBody,

@@ -146,12 +146,8 @@ func (s *Store) validate(ctx context.Context, obj, old Object) (meta.ErrorList, 
 		nameRule = meta.IsDNS1123Subdomain
 	}
 	errs := meta.ValidateObjectMeta(md, res.Namespaced, nameRule, meta.NewPath("metadata"))
-	var warnings []string
-	if res.Options.StandardFinalizers {
-		errs = append(errs, standardFinalizerErrors(meta.GetFinalizers(obj), meta.NewPath("metadata", "finalizers"))...)
-	} else {
-		warnings = finalizerWarnings(obj, old)
-	}
+	finErrs, warnings := finalizerNames(obj, old, res.Options.StandardFinalizers)
+	errs = append(errs, finErrs...)
 	errs = append(errs, schemaValidate(obj, old, res.Schema)...)
 	if !res.rules.Empty() {
 		if blockingError(errs) { // metadata's and the schema's

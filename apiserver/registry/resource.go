@@ -223,6 +223,10 @@ type Strategy struct {
 	Validate func(ctx context.Context, obj Object) meta.ErrorList
 	// ValidateUpdate checks an update beyond its schema.
 	ValidateUpdate func(ctx context.Context, obj, old Object) meta.ErrorList
+	// ValidateStatusUpdate checks, besides the above, a write to /status
+	// (kube-apiserver's status strategy): rules that hold only for what a
+	// status writer sets.
+	ValidateStatusUpdate func(ctx context.Context, obj, old Object) meta.ErrorList
 	// PrepareForDelete adjusts an object that starts waiting for its
 	// finalizers (it already has its deletionTimestamp).
 	PrepareForDelete func(ctx context.Context, obj Object)

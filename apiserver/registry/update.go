@@ -44,6 +44,9 @@ func (s *Store) Update(ctx context.Context, ns, name string, obj Object, opts Wr
 	for {
 		cur, err := s.storage.Get(ctx, key, 0)
 		if errors.Is(err, storage.ErrNotFound) && res.Options.CreateOnUpdate && rvs == "" && opts.Subresource == "" {
+			if opts.UID != "" { // no object has that uid
+				return nil, uidConflict(gr, name, opts.UID, "")
+			}
 			r, err := s.Create(ctx, ns, meta.DeepCopyMap(obj), opts) // obj stays the body, should the object appear meanwhile
 			if meta.ReasonOf(err) == meta.StatusReasonAlreadyExists {
 				continue // created meanwhile: update it
@@ -64,6 +67,12 @@ func (s *Store) Update(ctx context.Context, ns, name string, obj Object, opts Wr
 		}
 		return r, err
 	}
+}
+
+// uidConflict is kube-apiserver's answer to an update whose uid
+// precondition fails.
+func uidConflict(gr meta.GroupResource, name, want, have string) error {
+	return meta.NewConflict(gr, name, fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", want, have))
 }
 
 // errRetry asks Update to read the object again and retry.
@@ -92,7 +101,7 @@ func (s *Store) replace(ctx context.Context, ns, name string, obj Object, cur st
 		return nil, meta.NewInternalError(err)
 	}
 	if opts.UID != "" && opts.UID != meta.GetUID(old) {
-		return nil, meta.NewConflict(gr, name, fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", opts.UID, meta.GetUID(old)))
+		return nil, uidConflict(gr, name, opts.UID, meta.GetUID(old))
 	}
 	areq := &AdmissionRequest{Operation: OperationUpdate, Subresource: opts.Subresource, Namespace: ns, Name: name,
 		Object: s.updated(ctx, obj, old, opts.Subresource), OldObject: old, DryRun: opts.DryRun}
@@ -170,7 +179,7 @@ func (s *Store) updated(ctx context.Context, obj, old Object, subresource string
 
 // admitUpdate runs an update's mutating admission, field management,
 // validation and validating admission, and returns the object to write;
-// warnings, the request's so far, go with a validation error.
+// warnings, the request's before validation, go with a validation error.
 func (s *Store) admitUpdate(ctx context.Context, areq *AdmissionRequest, obj Object, opts WriteOptions, warnings []string) (Object, []string, error) {
 	if err := s.admit(ctx, true, areq); err != nil {
 		return nil, nil, err
@@ -182,8 +191,11 @@ func (s *Store) admitUpdate(ctx context.Context, areq *AdmissionRequest, obj Obj
 	if len(errs) == 0 {
 		errs, vwarnings = s.validate(ctx, next, old)
 	}
+	if h := s.res.Strategy.ValidateStatusUpdate; h != nil && opts.Subresource == "status" {
+		errs = append(errs, h(ctx, next, old)...)
+	}
 	if len(errs) > 0 {
-		return nil, nil, s.invalid(areq.Name, errs, append(slices.Clip(warnings), vwarnings...))
+		return nil, nil, s.invalid(areq.Name, errs, warnings)
 	}
 	if err := s.admit(ctx, false, areq); err != nil {
 		return nil, nil, err

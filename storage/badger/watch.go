@@ -31,8 +31,9 @@ import (
 // Otherwise it replays the (short) rest of the log and tries again.
 //
 // A synced watcher whose buffer exceeds Options.WatchBufferSize events or
-// Options.WatchBufferBytes is hopelessly behind: publish drops its buffer and sends it back to catching up from the
-// change log, from the revision after the last one it took. It sees every
+// Options.WatchBufferBytes is hopelessly behind: publish drops its buffer
+// and sends it back to catching up from the change log, from the revision
+// after the last one it took. It sees every
 // event exactly once as long as that revision is still retained; once
 // compaction has passed it, the watch ends with an EventError carrying a
 // *storage.CompactedError (the API turns that into 410 Gone).
