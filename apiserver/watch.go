@@ -35,6 +35,12 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, st *registr
 		s.writeError(w, r, shuttingDown())
 		return
 	}
+	release, err := s.admitWatch(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer release()
 	// The watch ends when the client goes, when timeoutSeconds runs out or
 	// when the server ends watches (EndWatches).
 	ctx, cancel := context.WithCancel(r.Context())
