@@ -35,12 +35,6 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, st *registr
 		s.writeError(w, r, shuttingDown())
 		return
 	}
-	release, err := s.admitWatch(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	defer release()
 	// The watch ends when the client goes, when timeoutSeconds runs out or
 	// when the server ends watches (EndWatches).
 	ctx, cancel := context.WithCancel(r.Context())
@@ -54,6 +48,12 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, st *registr
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(n)*time.Second)
 		defer cancel()
 	}
+	release, err := s.admitWatch(r, opts)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer release()
 	opts.Encoder = enc
 	wt, err := st.Watch(ctx, info.Namespace, opts)
 	if err != nil {

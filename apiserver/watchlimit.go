@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/meta"
 )
 
@@ -22,11 +23,12 @@ const (
 	defaultMaxWatches = 10000
 )
 
-// watchRequestBytes is the share of a request's line and headers that one
-// watch slot covers: they are held for the watch's life (net/http keeps the
-// request, the watch keeps its parsed selectors), so a watch takes one
-// more slot for every watchRequestBytes of them, as a large body takes more
-// seats (FlowControl.SeatBytes).
+// watchRequestBytes is the memory held for a watch's life that one slot
+// covers: net/http keeps the request line and headers, the watch keeps its
+// parsed selectors, so a watch takes one more slot for every
+// watchRequestBytes of them, as a large body takes more seats
+// (FlowControl.SeatBytes). A user's watches then hold at most
+// MaxWatchesPerUser × 64 KiB of them.
 const watchRequestBytes = 64 << 10
 
 // watchLimits counts the open watches per user and in total, and refuses a
@@ -94,7 +96,7 @@ func (l *watchLimits) counts(user string) (total, byUser int) {
 func tooManyWatches(reason string, perUser, total int) *meta.StatusError {
 	se := newTooManyRequests()
 	if reason == "per-user" {
-		se.Status.Message = fmt.Sprintf("Too many watches: this user has %d open (counting one more per %d KiB of request line and headers), please try again later.", perUser, watchRequestBytes>>10)
+		se.Status.Message = fmt.Sprintf("Too many watches: this user has %d open (a watch counts once more per %d KiB of request line, headers and parsed selectors), please try again later.", perUser, watchRequestBytes>>10)
 	} else {
 		se.Status.Message = fmt.Sprintf("Too many watches: the server has %d open, please try again later.", total)
 	}
@@ -103,13 +105,20 @@ func tooManyWatches(reason string, perUser, total int) *meta.StatusError {
 	return se
 }
 
-// watchSlots is the slots a watch request takes: one, and one more per
-// watchRequestBytes of its request line and headers.
-func watchSlots(r *http.Request) int {
-	n := len(r.RequestURI)
+// watchSlots is the slots a watch takes: one, and one more per
+// watchRequestBytes of what it holds for its life: its request line (twice:
+// the query's values are unescaped copies), its headers and its parsed
+// selectors.
+func watchSlots(r *http.Request, opts registry.WatchOptions) int {
+	n := 2 * len(r.RequestURI)
 	for k, vs := range r.Header {
 		for _, v := range vs {
 			n += len(k) + len(v)
+		}
+	}
+	for _, sel := range []any{opts.Labels, opts.Fields} {
+		if f, ok := sel.(interface{ Footprint() int }); ok {
+			n += f.Footprint()
 		}
 	}
 	return 1 + n/watchRequestBytes
@@ -135,11 +144,11 @@ func (l *watchLimits) register(reg prometheus.Registerer) error {
 
 // admitWatch takes the slots of a watch request for its user, exempt when
 // flow control exempts the request.
-func (s *Server) admitWatch(r *http.Request) (release func(), _ error) {
+func (s *Server) admitWatch(r *http.Request, opts registry.WatchOptions) (release func(), _ error) {
 	st := stateOf(r)
 	user := ""
 	if st.user != nil {
 		user = st.user.Name
 	}
-	return s.watches.acquire(user, watchSlots(r), s.flow.classify(st.user, r).Exempt)
+	return s.watches.acquire(user, watchSlots(r, opts), s.flow.classify(st.user, r).Exempt)
 }
