@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kapi-dev/kapi/apiserver/auth"
-	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/meta"
 )
 
@@ -33,24 +32,7 @@ func watchLimitServer(t *testing.T, h2 bool, mut func(*Config)) (*Server, *httpt
 		Metrics:            reg,
 	}
 	mut(&cfg)
-	api, err := New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { api.Close() })
-	for _, res := range []registry.Resource{registry.ConfigMaps(), widgetResource(t)} {
-		if err := api.Register(res); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ts := httptest.NewUnstartedServer(api)
-	if h2 {
-		ts.EnableHTTP2 = true
-		ts.StartTLS()
-	} else {
-		ts.Start()
-	}
-	t.Cleanup(ts.Close)
+	api, ts := serveWatchAPI(t, cfg, h2, nil)
 	return api, ts, reg
 }
 

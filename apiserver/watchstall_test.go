@@ -3,7 +3,6 @@ package apiserver
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -16,43 +15,16 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
-	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/watch"
 )
 
-// smallBuffers is a listener whose connections have a tiny send buffer, so
-// that a client that stops reading stalls the server's writes at once.
-type smallBuffers struct{ net.Listener }
-
-func (l smallBuffers) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if tc, ok := c.(*net.TCPConn); ok {
-		_ = tc.SetWriteBuffer(4096)
-	}
-	return c, err
-}
-
 // stallServer serves configmaps to anonymous users over HTTP/1.1 or
-// HTTP/2 (TLS), with tiny send buffers.
+// HTTP/2 (TLS), with tiny send buffers, so that a client that stops reading
+// stalls the server's writes at once.
 func stallServer(t *testing.T, h2 bool) *httptest.Server {
 	t.Helper()
-	api, err := New(context.Background(), Config{Storage: badgerInMemory(t), AllowAnonymous: true, DisableControllers: true, MaxRequestBodyBytes: 2 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { api.Close() })
-	if err := api.Register(registry.ConfigMaps()); err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewUnstartedServer(api)
-	ts.Listener = smallBuffers{ts.Listener}
-	if h2 {
-		ts.EnableHTTP2 = true
-		ts.StartTLS()
-	} else {
-		ts.Start()
-	}
-	t.Cleanup(ts.Close)
+	cfg := Config{Storage: badgerInMemory(t), AllowAnonymous: true, DisableControllers: true, MaxRequestBodyBytes: 2 << 20}
+	_, ts := serveWatchAPI(t, cfg, h2, func(l net.Listener) net.Listener { return smallBufListener{l} })
 	return ts
 }
 
