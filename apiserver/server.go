@@ -111,6 +111,18 @@ type Config struct {
 	// level's seats fairly between users. The zero value is the default
 	// levels; see FlowControl.
 	FlowControl FlowControl
+	// MaxWatchesPerUser bounds the watches one user (as flow control
+	// identifies users) has open at once; past it a watch is refused with
+	// 429 and Retry-After. Users of an exempt priority level
+	// (system:masters by default) are not bounded. A watch whose request
+	// line and headers take more than 64 KiB counts once more per 64 KiB:
+	// they are held for the watch's life. Default 1,000; negative: no bound.
+	MaxWatchesPerUser int
+	// MaxWatches bounds the watches of all users together, counted the same
+	// way; exempt users' watches count but are never refused. Default
+	// 10,000, or half the process's open-file limit when that is lower;
+	// negative: no bound.
+	MaxWatches int
 	// RequestTimeout bounds requests that are not long-running: reading
 	// the body, handling and writing the response (504 beyond, or the
 	// connection is closed when the response was under way). Default 60s,
@@ -213,6 +225,7 @@ type Server struct {
 
 	authorizer auth.Authorizer
 	flow       *flowControl
+	watches    *watchLimits
 	pbCache    *codec.ProtobufCache // nil: none
 
 	// bufferLists sends every list through the buffered path (tests and
@@ -253,11 +266,15 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	watches := newWatchLimits(cfg)
 	var m *metrics
 	if cfg.Metrics != nil {
 		var err error
 		if m, err = newMetrics(cfg.Metrics); err == nil {
 			err = flow.register(cfg.Metrics)
+		}
+		if err == nil {
+			err = watches.register(cfg.Metrics)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("apiserver: registering metrics: %w", err)
@@ -281,7 +298,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, reg: reg, controllers: ctrl, authorizer: cfg.Authorizer, metrics: m, flow: flow}
+	s := &Server{cfg: cfg, log: cfg.Logger, reg: reg, controllers: ctrl, authorizer: cfg.Authorizer, metrics: m, flow: flow, watches: watches}
 	s.watchesCtx, s.endWatches = context.WithCancel(context.Background())
 	s.protobufListBuffer = 4 << 20
 	s.writeTimeout.Store(int64(watchWriteTimeout))
@@ -351,6 +368,15 @@ func (cfg *Config) setDefaults() {
 	}
 	if cfg.MaxHeaderBytes <= 0 {
 		cfg.MaxHeaderBytes = 1 << 20
+	}
+	if cfg.MaxWatchesPerUser == 0 {
+		cfg.MaxWatchesPerUser = defaultMaxWatchesPerUser
+	}
+	if cfg.MaxWatches == 0 {
+		cfg.MaxWatches = defaultMaxWatches
+		if n, ok := openFileLimit(); ok {
+			cfg.MaxWatches = max(min(cfg.MaxWatches, n/2), 1)
+		}
 	}
 	if cfg.DefaultNamespaces == nil {
 		cfg.DefaultNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}

@@ -48,6 +48,12 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, st *registr
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(n)*time.Second)
 		defer cancel()
 	}
+	release, err := s.admitWatch(r, opts)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer release()
 	opts.Encoder = enc
 	wt, err := st.Watch(ctx, info.Namespace, opts)
 	if err != nil {
@@ -157,25 +163,46 @@ func (s *Server) writeWatchResponse(w http.ResponseWriter, r *http.Request, cont
 			return
 		}
 	}
-	_ = s.streamWatch(r, wt, 0, func(b []byte) error {
-		dl.bound(rc.SetWriteDeadline) // unsupported writers just block
-		if _, err := w.Write(b); err != nil {
+	_ = s.streamWatch(r, wt, 0, func(b []byte, shared []watch.SharedFrame) error {
+		err := writePieces(b, 0, shared, func(p []byte) error {
+			dl.bound(rc.SetWriteDeadline) // unsupported writers just block
+			_, err := w.Write(p)
+			return err
+		})
+		if err != nil {
 			return err
 		}
 		return rc.Flush()
 	})
 }
 
+// sharedFrameBytes is the size from which a watch frame is written from the
+// watch cache's one encoding of its event instead of a copy in the
+// watcher's batch: a client that stops reading then pins no copy of a large
+// object, while small frames, the common case, still go out together in one
+// write. 16 KiB is a TLS record: a frame this large costs its own records
+// anyway.
+const sharedFrameBytes = 16 << 10
+
 // streamWatch hands wt's batches of frames to write until the watch ends
 // (nil) or a write fails (its error). Each batch comes after room bytes
-// that write may use for its framing.
-func (s *Server) streamWatch(r *http.Request, wt *watch.Watcher, room int, write func([]byte) error) error {
+// that write may use for its framing; its large frames are shared (see
+// watch.SharedFrame), written in between.
+func (s *Server) streamWatch(r *http.Request, wt *watch.Watcher, room int, write func([]byte, []watch.SharedFrame) error) error {
 	buf := make([]byte, room, 8<<10)
+	var shared []watch.SharedFrame
 	for {
 		var err error
-		buf, err = wt.Next(buf[:room])
-		if len(buf) > room {
-			if werr := write(buf); werr != nil {
+		buf, shared, err = wt.NextShared(buf[:room], shared[:0], sharedFrameBytes)
+		if len(buf) > room || len(shared) > 0 {
+			if cap(buf) > 256<<10 && len(buf) <= maxBatchCopy {
+				// A large frame was encoded here and then shared: write from
+				// a small buffer, not from the large one.
+				buf = append(make([]byte, 0, 8<<10), buf...)
+			}
+			werr := write(buf, shared)
+			clear(shared) // the frames may leave the cache: hold none of them
+			if werr != nil {
 				s.log.Debug("watch client write failed", "path", r.URL.Path, "error", werr)
 				return werr
 			}
@@ -190,6 +217,31 @@ func (s *Server) streamWatch(r *http.Request, wt *watch.Watcher, room int, write
 			buf = make([]byte, room, 8<<10) // give back the memory of a huge frame
 		}
 	}
+}
+
+// maxBatchCopy bounds what a batch of small frames holds: the watcher's
+// batches stop growing past 64 KiB, and their frames are below
+// sharedFrameBytes.
+const maxBatchCopy = 64<<10 + sharedFrameBytes + chunkHeaderRoom
+
+// writePieces writes b[from:] with the shared frames inserted at their
+// offsets, in as few writes as they allow.
+func writePieces(b []byte, from int, shared []watch.SharedFrame, write func([]byte) error) error {
+	for _, f := range shared {
+		if f.At > from {
+			if err := write(b[from:f.At]); err != nil {
+				return err
+			}
+			from = f.At
+		}
+		if err := write(f.Frame); err != nil {
+			return err
+		}
+	}
+	if from < len(b) {
+		return write(b[from:])
+	}
+	return nil
 }
 
 // writeDeadliner bounds each write of a watch stream by the server's write

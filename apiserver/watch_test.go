@@ -35,7 +35,15 @@ func newWatchServer(t testing.TB, ws watch.Settings, h2 bool) (*Server, *httptes
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	api, err := New(context.Background(), Config{Storage: store, MaxRequestBodyBytes: 1 << 20, AllowAnonymous: true, Watch: ws})
+	api, ts := serveWatchAPI(t, Config{Storage: store, MaxRequestBodyBytes: 1 << 20, AllowAnonymous: true, Watch: ws}, h2, nil)
+	return api, ts, store
+}
+
+// serveWatchAPI serves configmaps and widgets with cfg, over HTTP/1.1 or
+// HTTP/2 with TLS; wrap, when set, wraps the server's listener.
+func serveWatchAPI(t testing.TB, cfg Config, h2 bool, wrap func(net.Listener) net.Listener) (*Server, *httptest.Server) {
+	t.Helper()
+	api, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,6 +54,9 @@ func newWatchServer(t testing.TB, ws watch.Settings, h2 bool) (*Server, *httptes
 		}
 	}
 	ts := httptest.NewUnstartedServer(api)
+	if wrap != nil {
+		ts.Listener = wrap(ts.Listener)
+	}
 	if h2 {
 		ts.EnableHTTP2 = true
 		ts.StartTLS()
@@ -53,7 +64,7 @@ func newWatchServer(t testing.TB, ws watch.Settings, h2 bool) (*Server, *httptes
 		ts.Start()
 	}
 	t.Cleanup(ts.Close)
-	return api, ts, store
+	return api, ts
 }
 
 func objOf(ev map[string]any) map[string]any {

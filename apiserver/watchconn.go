@@ -36,11 +36,17 @@ func (s *Server) writeWatchConn(r *http.Request, conn net.Conn, cancel context.C
 			}
 		}
 	}()
-	err := s.streamWatch(r, wt, chunkHeaderRoom, func(b []byte) error {
-		start := putChunkHeader(b[:chunkHeaderRoom], len(b)-chunkHeaderRoom)
-		dl.bound(conn.SetWriteDeadline)
-		_, err := conn.Write(append(b, "\r\n"...)[start:])
-		return err
+	err := s.streamWatch(r, wt, chunkHeaderRoom, func(b []byte, shared []watch.SharedFrame) error {
+		n := len(b) - chunkHeaderRoom
+		for _, f := range shared {
+			n += len(f.Frame)
+		}
+		start := putChunkHeader(b[:chunkHeaderRoom], n)
+		return writePieces(append(b, "\r\n"...), start, shared, func(p []byte) error {
+			dl.bound(conn.SetWriteDeadline)
+			_, err := conn.Write(p)
+			return err
+		})
 	})
 	if err == nil { // the watch ended: the last chunk
 		dl.bound(conn.SetWriteDeadline)

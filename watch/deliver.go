@@ -130,7 +130,7 @@ func (w *Watcher) replayWindow(dst []byte) (_ []byte, progressed bool, _ error) 
 		}
 		if typ, ok := w.match(ev); ok {
 			var err error
-			if dst, err = ev.appendFrame(dst, w.enc, w.encID, typ, w.perWatch); err != nil {
+			if dst, err = w.appendFrame(dst, ev, typ); err != nil {
 				w.fail = err
 				break
 			}
@@ -149,7 +149,7 @@ func (w *Watcher) sendTaken(dst []byte) []byte {
 		d := w.taken[i]
 		w.taken[i] = delivery{}
 		var err error
-		if dst, err = d.ev.appendFrame(dst, w.enc, w.encID, d.typ, w.perWatch); err != nil {
+		if dst, err = w.appendFrame(dst, d.ev, d.typ); err != nil {
 			w.fail = err
 			w.taken = nil
 			return dst

@@ -1,7 +1,6 @@
 package watch
 
 import (
-	"bytes"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -186,43 +185,63 @@ func (e *Event) Key() []byte {
 // first one. id is the cache's id of enc (Cache.encoderID), 0 when it has
 // none.
 func (e *Event) appendFrame(dst []byte, enc Encoder, id uint32, typ EventType, perWatch bool) ([]byte, error) {
-	obj := e.Object
-	if typ == Deleted {
-		obj = e.Prev
-	}
-	if perWatch {
-		n := len(dst)
-		dst, err := enc.AppendEvent(dst, typ, obj, e.Revision)
-		if err != nil {
-			return dst[:n], err
+	if !perWatch {
+		b, ok, err := e.frame(enc, id, typ)
+		if err != nil || ok {
+			return append(dst, b...), err
 		}
-		return dst, nil
 	}
+	n := len(dst)
+	dst, err := enc.AppendEvent(dst, typ, e.frameObject(typ), e.Revision)
+	if err != nil {
+		return dst[:n], err
+	}
+	return dst, nil
+}
+
+// frameObject is the object the frame of the event as typ shows.
+func (e *Event) frameObject(typ EventType) *Object {
+	if typ == Deleted {
+		return e.Prev
+	}
+	return e.Object
+}
+
+// frame returns the cached frame of the event as typ for enc, encoding and
+// caching it first; ok is false, and nothing is encoded, when the event is
+// not in a window (its frames are not cached). The frame is shared:
+// callers must not modify it.
+func (e *Event) frame(enc Encoder, id uint32, typ EventType) (_ []byte, ok bool, _ error) {
 	if b, ok := e.cachedFrame(enc, id, typ); ok {
-		return append(dst, b...), nil
+		return b, true, nil
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if b, ok := e.cachedFrame(enc, id, typ); ok {
-		return append(dst, b...), nil
+		return b, true, nil
 	}
-	n := len(dst)
-	dst, err := enc.AppendEvent(dst, typ, obj, e.Revision)
+	if e.detached {
+		return nil, false, nil
+	}
+	obj := e.frameObject(typ)
+	b, err := enc.AppendEvent(make([]byte, 0, len(obj.Value)+frameOverhead), typ, obj, e.Revision)
 	if err != nil {
-		return dst[:n], err
+		return nil, false, err
 	}
-	if !e.detached {
-		b := bytes.Clone(dst[n:])
-		var frames []frame
-		if p := e.frames.Load(); p != nil {
-			frames = *p
-		}
-		frames = append(frames[:len(frames):len(frames)], frame{enc: enc, id: id, typ: typ, b: b})
-		e.frames.Store(&frames)
-		e.counter.Add(int64(len(b)))
+	var frames []frame
+	if p := e.frames.Load(); p != nil {
+		frames = *p
 	}
-	return dst, nil
+	frames = append(frames[:len(frames):len(frames)], frame{enc: enc, id: id, typ: typ, b: b})
+	e.frames.Store(&frames)
+	e.counter.Add(int64(len(b)))
+	return b, true, nil
 }
+
+// frameOverhead is room for what a frame adds to its object's value (the
+// event's envelope, a resourceVersion), so that most frames are encoded
+// with one allocation.
+const frameOverhead = 256
 
 // cachedFrame returns the cached frame of the event as typ for enc. A frame
 // read just as the event is detached is still the right frame. Encoders with

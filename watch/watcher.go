@@ -90,8 +90,10 @@ type Watcher struct {
 	nextBookmark time.Time      // zero: none
 	scratch      []*Event
 	spare        []delivery
-	taken        []delivery // taken from the queue, not sent yet
-	takenPos     int64      // the position once taken is sent
+	taken        []delivery    // taken from the queue, not sent yet
+	takenPos     int64         // the position once taken is sent
+	shareMin     int           // during NextShared: the size of frames sent by reference
+	shared       []SharedFrame // during NextShared: the frames sent by reference
 
 	// The bookmark timer: armed for nextBookmark, it marks a bookmark as
 	// possibly due and wakes the consumer, so that a wait is one channel
@@ -275,7 +277,7 @@ func (w *Watcher) Next(dst []byte) ([]byte, error) {
 			w.finish(ErrEnded)
 			continue
 		}
-		n := len(dst)
+		n, ns := len(dst), len(w.shared) // what this pass sends: more bytes or more shared frames
 		if w.initial != nil || w.initialNext != nil || w.initialEnd {
 			dst = w.appendInitial(dst)
 			if len(dst) > n || w.fail != nil {
@@ -292,7 +294,7 @@ func (w *Watcher) Next(dst []byte) ([]byte, error) {
 		}
 		if err != nil {
 			w.finish(err)
-			if len(dst) > n {
+			if len(dst) > n || len(w.shared) > ns {
 				return dst, nil
 			}
 			continue
@@ -300,7 +302,7 @@ func (w *Watcher) Next(dst []byte) ([]byte, error) {
 		if w.fail != nil {
 			continue
 		}
-		if len(dst) > n {
+		if len(dst) > n || len(w.shared) > ns {
 			return w.appendBookmarkIfDue(dst), nil
 		}
 		if progressed {

@@ -1,0 +1,44 @@
+package watch
+
+// SharedFrame is a frame of a batch that Watcher.NextShared did not copy:
+// it belongs at offset At of the batch's bytes. Frame is the cache's own
+// encoding of the event, shared by every watcher that sends it: read-only.
+type SharedFrame struct {
+	At    int
+	Frame []byte
+}
+
+// NextShared is Next, except that the frames the cache keeps for its window
+// (each event encoded once per representation) of at least minShared bytes
+// are not copied into dst: they are appended to shared, in order, each with
+// its offset in the returned bytes. Small frames are still copied, so that
+// they go out in one write; large ones are written from the one copy the
+// cache holds, so a client that stops reading pins no copy of its own.
+// Frames the cache does not keep (initial events, events replayed from
+// storage, a PerWatchEncoder's) are always copied.
+func (w *Watcher) NextShared(dst []byte, shared []SharedFrame, minShared int) ([]byte, []SharedFrame, error) {
+	w.shareMin, w.shared = minShared, shared
+	dst, err := w.Next(dst)
+	shared = w.shared
+	w.shareMin, w.shared = 0, nil
+	return dst, shared, err
+}
+
+// appendFrame appends the frame of ev as typ, or records it in w.shared
+// when NextShared asked for frames of its size by reference.
+func (w *Watcher) appendFrame(dst []byte, ev *Event, typ EventType) ([]byte, error) {
+	if w.shareMin <= 0 || w.perWatch {
+		return ev.appendFrame(dst, w.enc, w.encID, typ, w.perWatch)
+	}
+	b, ok, err := ev.frame(w.enc, w.encID, typ)
+	switch {
+	case err != nil:
+		return dst, err
+	case !ok:
+		return ev.appendFrame(dst, w.enc, w.encID, typ, false)
+	case len(b) >= w.shareMin:
+		w.shared = append(w.shared, SharedFrame{At: len(dst), Frame: b})
+		return dst, nil
+	}
+	return append(dst, b...), nil
+}
