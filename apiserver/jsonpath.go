@@ -175,7 +175,7 @@ func (p jsonPath) firstRaw(raw []byte) (any, error) {
 	cur := raw
 	for i, st := range p {
 		if st.kind != 'f' {
-			v, _, err := codec.DecodeJSON(cur)
+			v, _, err := codec.DecodeStoredJSON(cur)
 			if err != nil {
 				return nil, err
 			}
@@ -192,7 +192,7 @@ func (p jsonPath) firstRaw(raw []byte) (any, error) {
 			return nil, nil
 		}
 	}
-	v, _, err := codec.DecodeJSON(cur)
+	v, _, err := codec.DecodeStoredJSON(cur)
 	return v, err
 }
 

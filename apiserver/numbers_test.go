@@ -193,6 +193,10 @@ func TestHugeNumberStoredStaysDeletable(t *testing.T) {
 	if r := do(t, ts, "PATCH", path+"/b", `{"metadata":{"labels":{"a":"b"}}}`, "Content-Type", "application/merge-patch+json"); r.code != 200 {
 		t.Fatalf("patch: %d %s", r.code, r.body)
 	}
+	// A JSON patch decodes the patched document, stored number included.
+	if r := do(t, ts, "PATCH", path+"/b", `[{"op":"add","path":"/metadata/labels/c","value":"d"}]`, "Content-Type", "application/json-patch+json"); r.code != 200 {
+		t.Fatalf("JSON patch: %d %s", r.code, r.body)
+	}
 	if r := do(t, ts, "DELETE", path+"/b", ""); r.code != 200 {
 		t.Fatalf("delete: %d %s", r.code, r.body)
 	}

@@ -209,7 +209,7 @@ func (s *Server) applyOtherPatch(ctx context.Context, t patchTarget, mt string, 
 			if err != nil {
 				return nil, nil, t.patchError(err, body)
 			}
-			v, _, err := codec.DecodeJSON(patched)
+			v, _, err := codec.DecodeStoredJSON(patched) // the stored object with the patch: numbers as stored
 			if err != nil {
 				return nil, nil, meta.NewInternalError(err)
 			}

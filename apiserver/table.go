@@ -199,7 +199,7 @@ func (b *tableBuilder) row(raw []byte) (tableRow, string, error) {
 	var name, rv, created any
 	for i, dst := range []*any{metaName: &name, metaResourceVersion: &rv, metaCreationTimestamp: &created} {
 		if mdFields[i] != nil {
-			if *dst, _, err = codec.DecodeJSON(mdFields[i]); err != nil {
+			if *dst, _, err = codec.DecodeStoredJSON(mdFields[i]); err != nil {
 				return row, "", internal(err)
 			}
 		}

@@ -24,8 +24,9 @@ func DecodeJSON(data []byte) (any, []string, error) {
 
 // DecodeStoredJSON decodes like DecodeJSON but takes numbers beyond
 // float64's range, for bytes the server stored itself (before requests were
-// refused them, or from a hook's object): they must stay readable, and the
-// object deletable.
+// refused them, or from a hook's object) and documents made from them (a
+// patched object, a Table's cells): they must stay readable, writable and
+// deletable.
 func DecodeStoredJSON(data []byte) (any, []string, error) {
 	return decodeJSON(data, false)
 }
