@@ -54,7 +54,6 @@ func TestFinalizerNames(t *testing.T) {
 	if r.code != 200 || r.header.Get("Warning") != "" {
 		t.Fatalf("update keeping the finalizer: %d, Warning %q", r.code, r.header.Get("Warning"))
 	}
-	do(t, ts, "PATCH", wdPath+"/w", `{"metadata":{"finalizers":null}}`, "Content-Type", "application/merge-patch+json")
 }
 
 // TestNamespaceValidation: spec.finalizers are finalizer names, the phase

@@ -23,6 +23,12 @@ func isPublicPath(p string) bool {
 	return strings.HasPrefix(p, "/healthz/") || strings.HasPrefix(p, "/livez/") || strings.HasPrefix(p, "/readyz/")
 }
 
+// publicRule is isPublicPath as an RBAC rule, for SelfSubjectRulesReview;
+// TestPublicRuleIsPublicPath keeps the two the same.
+func publicRule() auth.Rule {
+	return auth.Rule{Verbs: []string{"get"}, NonResourceURLs: []string{"/healthz", "/healthz/*", "/livez", "/livez/*", "/readyz", "/readyz/*", "/version"}}
+}
+
 // routePaths returns the request path relative to where the handler is
 // mounted (chi's Mount passes the rest of the path in its route context),
 // and the same path as chi routes on it (rawRoutePath), with one look for

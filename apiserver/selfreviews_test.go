@@ -248,3 +248,26 @@ func TestSelfReviewsRefused(t *testing.T) {
 	do(t, ts, "POST", ssrPath, ssrBody).status(t, http.StatusUnauthorized, meta.StatusReasonUnauthorized)
 	do(t, ts, "POST", ssrrPath, ssrrBody("team")).status(t, http.StatusUnauthorized, meta.StatusReasonUnauthorized)
 }
+
+// TestPublicRuleIsPublicPath: the rule SelfSubjectRulesReview lists for the
+// paths anyone may read is exactly what isPublicPath lets through.
+func TestPublicRuleIsPublicPath(t *testing.T) {
+	authz, err := auth.RBAC(&auth.Policy{
+		Roles:    []auth.Role{{Name: "public", Rules: []auth.Rule{publicRule()}}},
+		Bindings: []auth.Binding{{Role: "public", Groups: []string{"everyone"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &auth.User{Name: "u", Groups: []string{"everyone"}}
+	for _, p := range []string{"/healthz", "/healthz/ping", "/livez", "/livez/etcd", "/readyz", "/readyz/x", "/version",
+		"/version/x", "/metrics", "/api", "/healthzx", "/openapi/v2", "/backup"} {
+		d, _, err := authz.Authorize(t.Context(), auth.Attributes{User: u, Verb: "get", Path: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := d == auth.Allow, isPublicPath(p); got != want {
+			t.Errorf("%s: the rule allows it %v, isPublicPath says %v", p, got, want)
+		}
+	}
+}

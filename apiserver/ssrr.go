@@ -44,9 +44,6 @@ type nonResourceRule struct {
 	NonResourceURLs []string `json:"nonResourceURLs,omitempty"`
 }
 
-// publicRule is what isPublicPath lets everyone read without credentials.
-var publicRule = auth.Rule{Verbs: []string{"get"}, NonResourceURLs: []string{"/healthz", "/healthz/*", "/livez", "/livez/*", "/readyz", "/readyz/*", "/version"}}
-
 // ssrrMessage is the protobuf message of SelfSubjectRulesReview.
 var ssrrMessage = func() *codec.Message {
 	strs := func(name string, n int) codec.Field {
@@ -87,7 +84,7 @@ func (s *Server) reviewSelfRules(ctx context.Context, req *registry.Request, obj
 	var review selfSubjectRulesReview
 	st := &review.Status
 	st.ResourceRules, st.NonResourceRules = []resourceRule{}, []nonResourceRule{}
-	for _, r := range append(rules, publicRule) {
+	for _, r := range append(rules, publicRule()) {
 		if len(r.NonResourceURLs) > 0 {
 			st.NonResourceRules = append(st.NonResourceRules, nonResourceRule{Verbs: r.Verbs, NonResourceURLs: r.NonResourceURLs})
 		} else if len(r.Resources) > 0 {

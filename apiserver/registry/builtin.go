@@ -116,7 +116,7 @@ func validateNamespace(obj Object) meta.ErrorList {
 			errs = append(errs, meta.Invalid(p, name, msg))
 		}
 		if unqualifiedFinalizer(name) {
-			errs = append(errs, meta.Invalid(p, name, "name is neither a standard finalizer name nor is it fully qualified"))
+			errs = append(errs, unqualifiedFinalizerError(p, name))
 		}
 	}
 	return errs

@@ -40,10 +40,16 @@ func finalizerNames(obj, old Object, strict bool) (meta.ErrorList, []string) {
 			continue
 		}
 		if strict {
-			errs = append(errs, meta.Invalid(meta.NewPath("metadata", "finalizers").Index(i), f, "name is neither a standard finalizer name nor is it fully qualified"))
+			errs = append(errs, unqualifiedFinalizerError(meta.NewPath("metadata", "finalizers").Index(i), f))
 		} else {
 			warnings = append(warnings, fmt.Sprintf("metadata.finalizers: %q: prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers", f))
 		}
 	}
 	return errs, warnings
+}
+
+// unqualifiedFinalizerError is kube-apiserver's refusal of an unqualified
+// finalizer name at p.
+func unqualifiedFinalizerError(p *meta.Path, name string) *meta.FieldError {
+	return meta.Invalid(p, name, "name is neither a standard finalizer name nor is it fully qualified")
 }

@@ -91,13 +91,7 @@ func TestSlowWatcherDoesNotBlockWriters(t *testing.T) {
 	}
 	const n = 3000
 	writeN(t, s, "slow/", n, 8, 60*time.Second)
-	var fellBehind int
-	for _, r := range h.records() {
-		if strings.Contains(r.msg, "fell behind") {
-			fellBehind++
-		}
-	}
-	if fellBehind == 0 {
+	if fellBehind(h) == 0 {
 		t.Fatal("the watcher never overflowed its buffer; the test does not test what it should")
 	}
 	readEvents(t, ch, "slow/", n)
@@ -120,16 +114,21 @@ func TestSlowWatcherFallsBehindOnBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var fellBehind int
-	for _, r := range h.records() {
-		if strings.Contains(r.msg, "fell behind") {
-			fellBehind++
-		}
-	}
-	if fellBehind == 0 {
+	if fellBehind(h) == 0 {
 		t.Fatal("300 events of 16 KiB unread did not pass a 256 KiB buffer")
 	}
 	readEvents(t, ch, "big/", n)
+}
+
+// fellBehind counts the watchers that h saw fall behind their buffer.
+func fellBehind(h *recordHandler) int {
+	n := 0
+	for _, r := range h.records() {
+		if strings.Contains(r.msg, "fell behind") {
+			n++
+		}
+	}
+	return n
 }
 
 // TestLaggingWatcherCompacted compacts past a watcher that fell behind: it
