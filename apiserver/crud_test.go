@@ -337,9 +337,11 @@ func TestLongNames(t *testing.T) {
 	// A type whose names have no length rule (events) gets to the storage's
 	// key limit: a create is an invalid name, not a missing object.
 	ets := newEventServer(t, registry.EventOptions{})
-	st := do(t, ets, "POST", coreEvents, `{"metadata":{"name":"`+long+`"},"involvedObject":{"namespace":"default"}}`).status(t, 422, meta.StatusReasonInvalid)
-	if len(st.Details.Causes) != 1 || st.Details.Causes[0].Field != "metadata.name" || st.Details.Causes[0].Type != meta.CauseTypeFieldValueTooLong {
-		t.Fatalf("long event name: %+v", st)
+	for _, q := range []string{"", "?dryRun=All"} {
+		st := do(t, ets, "POST", coreEvents+q, `{"metadata":{"name":"`+long+`"},"involvedObject":{"namespace":"default"}}`).status(t, 422, meta.StatusReasonInvalid)
+		if len(st.Details.Causes) != 1 || st.Details.Causes[0].Field != "metadata.name" || st.Details.Causes[0].Type != meta.CauseTypeFieldValueTooLong {
+			t.Fatalf("long event name%s: %+v", q, st)
+		}
 	}
 }
 
