@@ -167,7 +167,7 @@ func (e *expirer) load(ctx context.Context) (int64, error) {
 	var rev int64
 	var start []byte
 	for {
-		page, err := e.c.reg.Storage().List(ctx, storage.ListOptions{Prefix: e.prefix, StartKey: start, Revision: rev, Limit: 1000})
+		page, err := e.c.reg.Storage().List(ctx, storage.ListOptions{Prefix: e.prefix, StartKey: start, Revision: rev, Limit: 1000, MaxBytes: scanPageBytes})
 		if err != nil {
 			return 0, err
 		}

@@ -106,7 +106,7 @@ func (gc *garbageCollector) build(ctx context.Context, prefix []byte) (int64, er
 	var rev int64
 	var start []byte
 	for {
-		page, err := gc.c.reg.Storage().List(ctx, storage.ListOptions{Prefix: prefix, StartKey: start, Revision: rev, Limit: 1000})
+		page, err := gc.c.reg.Storage().List(ctx, storage.ListOptions{Prefix: prefix, StartKey: start, Revision: rev, Limit: 1000, MaxBytes: scanPageBytes})
 		if err != nil {
 			return 0, err
 		}

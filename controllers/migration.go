@@ -36,6 +36,9 @@ const (
 	// migrationPageSize is how many objects a pass lists at once; its
 	// progress is recorded after each page.
 	migrationPageSize = 100
+	// scanPageBytes bounds the values of one page of the controllers'
+	// storage scans (migration, garbage collection, expiry).
+	scanPageBytes = 4 << 20
 	// migrationParallelism is how many rewrites of a page are in flight at
 	// once, so that storage commits them together.
 	migrationParallelism = 4
@@ -233,7 +236,7 @@ func (m *migrator) pass(ctx context.Context) error {
 		m.mu.Unlock()
 	}()
 	for {
-		opts := storage.ListOptions{Prefix: m.mig.Prefix, Limit: migrationPageSize}
+		opts := storage.ListOptions{Prefix: m.mig.Prefix, Limit: migrationPageSize, MaxBytes: scanPageBytes}
 		if p.LastKey != "" {
 			opts.StartKey = append([]byte(p.LastKey), 0) // the first key after it
 		}

@@ -118,6 +118,13 @@ type ListOptions struct {
 	StartKey []byte
 	// Limit caps the number of items returned; 0 means no limit.
 	Limit int64
+	// MaxBytes, when positive, also ends the page once the keys and values
+	// it holds reach MaxBytes: the item that reaches it is the page's last
+	// (a page holds at least one item), and More, NextKey and Remaining are
+	// set as for a page ended by Limit. It bounds the memory of a page of
+	// large values; 0 means no bound. The bytes are counted as the backend
+	// holds them: a store that seals values may end a page earlier.
+	MaxBytes int64
 	// Revision is the snapshot to read (0 = latest).
 	Revision int64
 	// KeysOnly, when set, leaves KeyValue.Value nil.

@@ -35,8 +35,13 @@ import (
 	"github.com/kapi-dev/kapi/storage"
 )
 
-// listPageSize is the page size of the cache's storage lists.
-const listPageSize = 1000
+// listPageSize and listPageBytes bound the pages of the cache's storage
+// lists: a watch that reads its initial events from storage holds one page
+// (and the object that filled it) at a time.
+const (
+	listPageSize  = 1000
+	listPageBytes = 1 << 20
+)
 
 // Cache is the watch cache of one storage prefix. It is safe for concurrent
 // use. Create it with New and release it with Stop.

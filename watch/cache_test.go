@@ -678,3 +678,30 @@ func TestInitialEventsFromStoragePaged(t *testing.T) {
 	}
 	r.expect(t, "MODIFIED /t/00007 changed")
 }
+
+// Pages of initial events read from storage are bounded in bytes too, so
+// that a watch of large objects holds about listPageBytes, not
+// listPageSize of them.
+func TestInitialEventsFromStoragePagedByBytes(t *testing.T) {
+	e := newEnv(t, Settings{StateBytes: -1})
+	const n, size = 10, 300 << 10
+	big := strings.Repeat("x", size)
+	for i := range n {
+		e.put(fmt.Sprintf("%s%05d", testPrefix, i), big)
+	}
+	e.waitCaughtUp()
+	w, err := e.cache.Watch(context.Background(), Options{Prefix: []byte(testPrefix), Initial: true, Encoder: e.enc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	if want := listPageBytes/size + 1; len(w.initial) != want || w.initialNext == nil {
+		t.Fatalf("the watcher starts with %d objects and next page %q; want %d and a next page", len(w.initial), w.initialNext, want)
+	}
+	r := read(w)
+	for i := range n {
+		if ev := r.next(t); ev.typ != "ADDED" || ev.key != fmt.Sprintf("%s%05d", testPrefix, i) || len(ev.value) != size {
+			t.Fatalf("initial event %d: %s %s (%d bytes)", i, ev.typ, ev.key, len(ev.value))
+		}
+	}
+}

@@ -86,7 +86,7 @@ func (c *Cache) list() error {
 	var size, rev int64
 	var start []byte
 	for {
-		opts := storage.ListOptions{Prefix: c.cfg.Prefix, StartKey: start, Revision: rev, Limit: listPageSize}
+		opts := storage.ListOptions{Prefix: c.cfg.Prefix, StartKey: start, Revision: rev, Limit: listPageSize, MaxBytes: listPageBytes}
 		if state == nil {
 			opts.Limit, opts.KeysOnly = 1, true // only the revision is needed
 		}

@@ -102,7 +102,7 @@ func (c *Cache) startFromSnapshot(ctx context.Context, w *Watcher, minRev int64)
 // after the last) and the page's revision: the pages of a watch's initial
 // events and of a state brought back (readmit).
 func (c *Cache) initialPage(ctx context.Context, prefix, start []byte, rev int64) ([]*Object, []byte, int64, error) {
-	page, err := c.cfg.Storage.List(ctx, storage.ListOptions{Prefix: prefix, StartKey: start, Revision: rev, Limit: listPageSize})
+	page, err := c.cfg.Storage.List(ctx, storage.ListOptions{Prefix: prefix, StartKey: start, Revision: rev, Limit: listPageSize, MaxBytes: listPageBytes})
 	if err != nil {
 		return nil, nil, 0, err
 	}

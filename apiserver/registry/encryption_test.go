@@ -470,5 +470,5 @@ func TestSealingStorageConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		return newSealingStorage(st, s)
-	})
+	}, storagetest.WithStoredForm())
 }

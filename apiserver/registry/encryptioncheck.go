@@ -113,7 +113,7 @@ func (r *Registry) checkEncryption(raw storage.Store, s *sealer) error {
 func (r *Registry) checkDroppedKeys(ctx context.Context, raw storage.Store, dropped []string) error {
 	counts := map[string]int{}
 	first := map[string]string{}
-	opts := storage.ListOptions{Prefix: []byte(r.cfg.KeyPrefix), Limit: 1000}
+	opts := storage.ListOptions{Prefix: []byte(r.cfg.KeyPrefix), Limit: 1000, MaxBytes: pageBytes}
 	for {
 		page, err := raw.List(ctx, opts)
 		if err != nil {

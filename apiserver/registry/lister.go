@@ -9,8 +9,14 @@ import (
 )
 
 // streamPageSize is the storage page size of a list without a limit: only
-// one page of values is held at a time.
-const streamPageSize = 500
+// one page of values is held at a time. pageBytes bounds the values of
+// every storage page a list holds, of a limited list too: such a page may
+// then hold fewer than limit items, with a continue token, as the API
+// allows.
+const (
+	streamPageSize = 500
+	pageBytes      = 4 << 20
+)
 
 // lister is one list in progress (Store.List).
 type lister struct {

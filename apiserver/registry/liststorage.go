@@ -63,7 +63,7 @@ func (l *lister) storagePass(prefix, start []byte, rev *int64, skip int, out ite
 	filtered := l.opts.Labels != nil || l.opts.Fields != nil
 	n := 0
 	for {
-		page, err := l.s.storage.List(l.ctx, storage.ListOptions{Prefix: prefix, StartKey: start, Revision: *rev, Limit: streamPageSize})
+		page, err := l.s.storage.List(l.ctx, storage.ListOptions{Prefix: prefix, StartKey: start, Revision: *rev, Limit: streamPageSize, MaxBytes: pageBytes})
 		if err != nil {
 			return l.storageError(err, first)
 		}
@@ -103,15 +103,24 @@ func (l *lister) storagePass(prefix, start []byte, rev *int64, skip int, out ite
 // storagePage serves one page of a limited list from storage, from key
 // start on, at revision rev (0: the latest). The page's values are read
 // before Begin, which needs its continue token and remaining count; they
-// are spliced into items only as the sink takes them.
+// are spliced into items only as the sink takes them. The page ends at
+// opts.Limit items or at the item that brings its values to pageBytes.
 func (l *lister) storagePage(prefix, start []byte, rev int64) error {
 	s, opts := l.s, &l.opts
 	filtered := opts.Labels != nil || opts.Fields != nil
 	first := start // where a continued list resumes
 	head := ListHead{ItemsSize: -1, KeepItems: opts.KeepItems}
-	var items []storage.KeyValue // the page's
+	var (
+		items []storage.KeyValue // the page's
+		size  int64              // their keys' and values' bytes
+	)
+	// full adds kv, the page's nth item, and reports whether it fills the page.
+	full := func(n int, kv storage.KeyValue) bool {
+		size += int64(len(kv.Key) + len(kv.Value))
+		return int64(n) >= opts.Limit || size >= pageBytes
+	}
 	for {
-		req := storage.ListOptions{Prefix: prefix, StartKey: start, Revision: rev, Limit: opts.Limit - int64(len(items))}
+		req := storage.ListOptions{Prefix: prefix, StartKey: start, Revision: rev, Limit: opts.Limit - int64(len(items)), MaxBytes: pageBytes - size}
 		req.Count = !filtered // remainingItemCount is shown only then
 		if filtered && req.Limit < 64 {
 			req.Limit = 64 // read ahead when filtering
@@ -135,20 +144,23 @@ func (l *lister) storagePage(prefix, start []byte, rev int64) error {
 				if !ok {
 					continue
 				}
-				if items = append(items, kv); int64(len(items)) >= opts.Limit {
+				if items = append(items, kv); full(len(items), kv) {
 					last = i
 					break
 				}
 			}
 		} else {
-			k := int(min(int64(len(page.Items)), opts.Limit-int64(len(items))))
+			k := len(page.Items)
+			for i, kv := range page.Items {
+				if full(len(items)+i+1, kv) {
+					last, k = i, i+1
+					break
+				}
+			}
 			if items == nil {
 				items = page.Items[:k:k] // the whole page in one read (the usual case): no copy
 			} else {
 				items = append(items, page.Items[:k]...)
-			}
-			if int64(len(items)) >= opts.Limit {
-				last = k - 1
 			}
 		}
 		if last >= 0 {

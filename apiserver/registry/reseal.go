@@ -69,7 +69,7 @@ func (r *Registry) Reseal(ctx context.Context, opts ResealOptions) (ResealResult
 	}
 	res.WriteKey = s.write
 	for _, prefix := range s.prefixes {
-		lo := storage.ListOptions{Prefix: prefix, Limit: resealPageSize}
+		lo := storage.ListOptions{Prefix: prefix, Limit: resealPageSize, MaxBytes: pageBytes}
 		for {
 			page, err := r.raw.List(ctx, lo)
 			if err != nil {

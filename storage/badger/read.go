@@ -98,13 +98,15 @@ func checkListOptions(opts storage.ListOptions) error {
 		return fmt.Errorf("list: start key %q is not under prefix %q: %w", opts.StartKey, opts.Prefix, storage.ErrInvalid)
 	case opts.Limit < 0:
 		return fmt.Errorf("list: negative limit %d: %w", opts.Limit, storage.ErrInvalid)
+	case opts.MaxBytes < 0:
+		return fmt.Errorf("list: negative byte bound %d: %w", opts.MaxBytes, storage.ErrInvalid)
 	}
 	return nil
 }
 
 // readPage reads the page opts asks for from txn, a snapshot at rev: up to
-// opts.Limit items from opts.StartKey on, then, on a full page, the key
-// after it and the count of the rest (restCounter).
+// opts.Limit items (and opts.MaxBytes bytes) from opts.StartKey on, then, on
+// a full page, the key after it and the count of the rest (restCounter).
 func (s *Store) readPage(ctx context.Context, txn *bdb.Txn, rev int64, opts storage.ListOptions) (storage.ListResult, error) {
 	prefix := dataKey(opts.Prefix)
 	it := txn.NewIterator(bdb.IteratorOptions{Prefix: prefix})
@@ -116,6 +118,8 @@ func (s *Store) readPage(ctx context.Context, txn *bdb.Txn, rev int64, opts stor
 	res := storage.ListResult{Revision: rev}
 	rest := restCounter{count: opts.Count, known: s.knownRest(rev, opts)}
 	n := 0
+	var size int64 // bytes of the page's keys and values
+	full := false
 	for it.Seek(start); it.Valid(); it.Next() {
 		if n++; n%1024 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -123,12 +127,12 @@ func (s *Store) readPage(ctx context.Context, txn *bdb.Txn, rev int64, opts stor
 			}
 		}
 		item := it.Item()
-		if opts.Limit > 0 && int64(len(res.Items)) == opts.Limit {
+		if full {
 			if !res.More {
 				res.More = true
 				res.NextKey = item.KeyCopy(nil)[1:]
 			}
-			if !rest.add(&res, opts.Limit) {
+			if !rest.add(&res, int64(len(res.Items))) {
 				break
 			}
 			continue
@@ -139,6 +143,9 @@ func (s *Store) readPage(ctx context.Context, txn *bdb.Txn, rev int64, opts stor
 			return storage.ListResult{}, fmt.Errorf("list %q at revision %d: %w", opts.Prefix, rev, err)
 		}
 		res.Items = append(res.Items, kv)
+		size += int64(len(kv.Key) + len(kv.Value))
+		full = opts.Limit > 0 && int64(len(res.Items)) == opts.Limit ||
+			opts.MaxBytes > 0 && size >= opts.MaxBytes
 	}
 	return res, nil
 }
@@ -153,7 +160,7 @@ type restCounter struct {
 // previous page of the same snapshot counted them: -1 when none did (or the
 // count is not wanted), tooManyToCount when it found too many to count.
 func (s *Store) knownRest(rev int64, opts storage.ListOptions) int64 {
-	if opts.Limit > 0 && opts.StartKey != nil && opts.Count {
+	if (opts.Limit > 0 || opts.MaxBytes > 0) && opts.StartKey != nil && opts.Count {
 		return s.counts.get(rev, opts.Prefix, opts.StartKey)
 	}
 	return -1
@@ -162,13 +169,13 @@ func (s *Store) knownRest(rev int64, opts storage.ListOptions) int64 {
 // add counts one more key after the full page res and reports whether to
 // go on counting: not when the count is not wanted, known already, or past
 // countLimit (Remaining -1: not counted).
-func (c restCounter) add(res *storage.ListResult, limit int64) bool {
+func (c restCounter) add(res *storage.ListResult, items int64) bool {
 	switch {
 	case !c.count || c.known == tooManyToCount:
 		res.Remaining = -1
 		return false
 	case c.known >= 0:
-		res.Remaining = c.known - limit
+		res.Remaining = c.known - items
 		return false
 	}
 	if res.Remaining++; res.Remaining > countLimit {

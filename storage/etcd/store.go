@@ -266,6 +266,8 @@ func (s *Store) List(ctx context.Context, opts storage.ListOptions) (storage.Lis
 		return storage.ListResult{}, fmt.Errorf("%w: start key %q outside prefix %q", storage.ErrInvalid, opts.StartKey, opts.Prefix)
 	case opts.Limit < 0:
 		return storage.ListResult{}, fmt.Errorf("%w: negative limit %d", storage.ErrInvalid, opts.Limit)
+	case opts.MaxBytes < 0:
+		return storage.ListResult{}, fmt.Errorf("%w: negative byte bound %d", storage.ErrInvalid, opts.MaxBytes)
 	case opts.Revision < 0:
 		return storage.ListResult{}, fmt.Errorf("%w: negative revision %d", storage.ErrInvalid, opts.Revision)
 	}
@@ -302,6 +304,19 @@ func (s *Store) List(ctx context.Context, opts storage.ListOptions) (storage.Lis
 		res.More = true
 		res.NextKey = s.strip(kvs[opts.Limit].Key)
 		kvs = kvs[:opts.Limit]
+	}
+	if opts.MaxBytes > 0 {
+		// etcd pages by count only: the page is cut here, so that what it
+		// holds after this call is bounded.
+		var size int64
+		for i, kv := range kvs[:max(len(kvs)-1, 0)] {
+			if size += int64(len(kv.Key) - len(s.prefix) + len(kv.Value)); size >= opts.MaxBytes {
+				res.More = true
+				res.NextKey = s.strip(kvs[i+1].Key)
+				kvs = kvs[:i+1]
+				break
+			}
+		}
 	}
 	res.Items = make([]storage.KeyValue, len(kvs))
 	for i, kv := range kvs {

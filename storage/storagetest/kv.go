@@ -237,6 +237,8 @@ func testInvalidArguments(t *testing.T, s *suite) {
 	isInvalid("List start key outside prefix", err)
 	_, err = st.List(ctx, storage.ListOptions{Prefix: []byte("inv/"), Limit: -1})
 	isInvalid("List negative limit", err)
+	_, err = st.List(ctx, storage.ListOptions{Prefix: []byte("inv/"), MaxBytes: -1})
+	isInvalid("List negative byte bound", err)
 	_, err = st.List(ctx, storage.ListOptions{Prefix: []byte("inv/"), Revision: -1})
 	isInvalid("List negative revision", err)
 	_, err = st.Watch(ctx, storage.WatchOptions{})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 var listTests = []test{
 	{name: "ListPrefix", fn: testListPrefix},
 	{name: "ListPaging", fn: testListPaging},
+	{name: "ListMaxBytes", fn: testListMaxBytes},
 	{name: "ListSnapshotIsolation", fn: testListSnapshotIsolation},
 }
 
@@ -162,6 +164,73 @@ func testListPaging(t *testing.T, s *suite) {
 		}
 		for i := range got {
 			checkKV(t, fmt.Sprintf("limit %d item %d", limit, i), got[i], full.Items[i])
+		}
+	}
+}
+
+// testListMaxBytes pages through values of mixed sizes with a byte bound,
+// alone and with a limit: every page but the last stops at the first item
+// that reaches the bound, and the pages together are the whole list.
+func testListMaxBytes(t *testing.T, s *suite) {
+	st := s.open(t)
+	const n = 20
+	for i := range n {
+		size := 10
+		if i%5 == 2 {
+			size = 1000 // a large value among small ones
+		}
+		create(t, st, listKey(i), strings.Repeat(string(rune('a'+i)), size))
+	}
+	create(t, st, "list0", "outside")
+	full := list(t, st, storage.ListOptions{Prefix: []byte("list/")})
+	if len(full.Items) != n {
+		t.Fatalf("full list: %d items, want %d", len(full.Items), n)
+	}
+	itemSize := func(kv storage.KeyValue) int64 { return int64(len(kv.Key) + len(kv.Value)) }
+	for _, c := range []struct {
+		maxBytes, limit int64
+		count           bool
+	}{{1, 0, true}, {50, 0, true}, {100, 3, true}, {500, 0, false}, {1500, 4, true}, {1 << 20, 0, true}} {
+		name := fmt.Sprintf("max %d limit %d", c.maxBytes, c.limit)
+		opts := storage.ListOptions{Prefix: []byte("list/"), MaxBytes: c.maxBytes, Limit: c.limit, Count: c.count}
+		var got []storage.KeyValue
+		for page := 1; page <= n+1; page++ {
+			res := list(t, st, opts)
+			if len(res.Items) == 0 {
+				t.Fatalf("%s page %d: no items", name, page)
+			}
+			var size int64
+			for i, kv := range res.Items {
+				size += itemSize(kv)
+				if i < len(res.Items)-1 && size >= c.maxBytes {
+					t.Fatalf("%s page %d: item %d reaches the bound, yet %d more follow", name, page, i, len(res.Items)-1-i)
+				}
+			}
+			got = append(got, res.Items...)
+			left := int64(n - len(got))
+			if res.More != (left > 0) {
+				t.Fatalf("%s page %d: More = %v with %d left", name, page, res.More, left)
+			}
+			if !res.More {
+				break
+			}
+			// A page ends at the limit or at the bound, nowhere else.
+			if int64(len(res.Items)) != c.limit && size < c.maxBytes && !s.cfg.storedForm {
+				t.Fatalf("%s page %d: %d items of %d bytes ended early", name, page, len(res.Items), size)
+			}
+			if c.count {
+				s.checkRemaining(t, fmt.Sprintf("%s page %d", name, page), res.Remaining, left)
+			}
+			if want := full.Items[len(got)].Key; !bytes.Equal(res.NextKey, want) {
+				t.Fatalf("%s page %d: NextKey %q, want %q", name, page, res.NextKey, want)
+			}
+			opts.StartKey, opts.Revision = res.NextKey, res.Revision
+		}
+		if len(got) != n {
+			t.Fatalf("%s: %d items in all pages, want %d", name, len(got), n)
+		}
+		for i := range got {
+			checkKV(t, fmt.Sprintf("%s item %d", name, i), got[i], full.Items[i])
 		}
 	}
 }

@@ -30,6 +30,7 @@ type config struct {
 	reopen        func(t *testing.T, s storage.Store) storage.Store
 	maxValueSize  int
 	approxRemains bool
+	storedForm    bool
 	timeout       time.Duration
 }
 
@@ -52,6 +53,15 @@ func WithMaxValueSize(n int) Option {
 // (unknown). By default the suite requires exact counts.
 func WithApproximateRemaining() Option {
 	return func(c *config) { c.approxRemains = true }
+}
+
+// WithStoredForm declares that the store keeps values in another form than
+// it returns them (sealed, say), so that ListOptions.MaxBytes, which counts
+// what the backend holds, may end a page before the values returned reach
+// it. By default the suite requires a page to end only at Limit or at the
+// item that reaches MaxBytes.
+func WithStoredForm() Option {
+	return func(c *config) { c.storedForm = true }
 }
 
 // WithTimeout sets how long the suite waits for an expected event or
