@@ -172,6 +172,41 @@ func heapAfterGC() uint64 {
 	return ms.HeapAlloc
 }
 
+// The same for initial events: watchers that start on a large object and
+// stop reading share the watch cache's one frame of its ADDED event.
+func TestWatchStalledSharesLargeInitialFrames(t *testing.T) {
+	for _, h2 := range []bool{false, true} {
+		name, start := "HTTP/1.1", stalledWatchH1
+		if h2 {
+			name, start = "HTTP/2", stalledWatchH2
+		}
+		t.Run(name, func(t *testing.T) {
+			const watchers = 48
+			ts := stallServer(t, h2)
+			c := ts.Client()
+			value := strings.Repeat("v", 1<<20)
+			resp, err := c.Post(ts.URL+cmPath, "application/json", strings.NewReader(`{"metadata":{"name":"big"},"data":{"v":"`+value+`"}}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 201 {
+				t.Fatalf("create: %d", resp.StatusCode)
+			}
+			collectionRV(t, ts) // the cache holds the object
+			before := heapAfterGC()
+			for range watchers {
+				start(t, ts, cmPath+"?watch=1")() // each is writing the ADDED event now
+			}
+			grew := int64(heapAfterGC()) - int64(before)
+			t.Logf("%d watchers stalled on the initial event of a 1 MiB object: heap grew %.1f MiB", watchers, float64(grew)/(1<<20))
+			if grew > watchers/4<<20 {
+				t.Errorf("heap grew %.1f MiB with %d watchers stalled on a 1 MiB initial event: a copy each", float64(grew)/(1<<20), watchers)
+			}
+		})
+	}
+}
+
 // Large frames written from the cache's copy come out in order with the
 // small frames of their batch, over HTTP/1.1 and HTTP/2.
 func TestWatchLargeFramesInOrder(t *testing.T) {

@@ -108,6 +108,13 @@ func (e *budgetEnv) checkAccounts() {
 		if c.state == nil && c.share.kept {
 			e.t.Errorf("%s: kept by its budget (%d bytes) without a state", p, c.share.bytes)
 		}
+		if c.state != nil {
+			var kept int64 // what the state's objects keep: encodings, frames
+			c.state.Ascend(func(o *Object) bool { kept += o.keptSize(); return true })
+			if kept != c.encBytes.Load() {
+				e.t.Errorf("%s: the objects keep %d bytes, %d accounted", p, kept, c.encBytes.Load())
+			}
+		}
 		sum += c.share.bytes
 		e.budget.mu.Unlock()
 		c.mu.RUnlock()
@@ -230,9 +237,13 @@ func TestBudgetConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			c := e.caches[p]
+			fenc := &testEncoder{}
 			for range 100 {
 				if objs, _, ok, _ := c.List(context.Background(), []byte(p)); ok && len(objs) > 0 {
 					if _, err := c.Encoding(objs[0], "x", func(*Object) ([]byte, error) { return make([]byte, 50), nil }); err != nil {
+						t.Error(err)
+					}
+					if _, err := c.initialFrame(objs[len(objs)-1], fenc, 0); err != nil {
 						t.Error(err)
 					}
 				}

@@ -284,6 +284,41 @@ func (c *Cache) Encoding(o *Object, tag string, enc func(o *Object) ([]byte, err
 	return b, nil
 }
 
+// initialFrame returns the frame of o's initial event (Added, at o's
+// revision) for enc, whose id in the cache is id. An object of the current
+// state keeps it for the next watches while the budget holds it without
+// dropping a state, as it keeps an Encoding, so that watches starting on the
+// same large objects share one copy. The bytes are shared: do not modify
+// them.
+func (c *Cache) initialFrame(o *Object, enc Encoder, id uint32) ([]byte, error) {
+	if b, ok := o.keptFrame(enc, id); ok {
+		return b, nil
+	}
+	b, err := enc.AppendEvent(make([]byte, 0, len(o.Value)+frameOverhead), Added, o, o.Revision)
+	if err != nil {
+		return nil, err
+	}
+	n := int64(len(b))
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.state == nil {
+		return b, nil
+	}
+	if cur, ok := c.state.Get(o); !ok || cur != o {
+		return b, nil
+	}
+	if !c.budget.fits(c.share, n) {
+		return b, nil
+	}
+	b, kept := o.keepFrame(enc, id, b)
+	if kept {
+		c.encBytes.Add(n)
+	} else {
+		c.budget.shrink(c.share, n)
+	}
+	return b, nil
+}
+
 // KeepsState reports, once the cache is ready, whether it keeps the state
 // (List, Snapshot, SnapshotAt and Get can serve reads).
 func (c *Cache) KeepsState(ctx context.Context) (bool, error) {

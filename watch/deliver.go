@@ -10,8 +10,8 @@ import (
 // appendInitial appends a batch of initial events, and the initial-events-end
 // bookmark after the last one.
 func (w *Watcher) appendInitial(dst []byte) []byte {
-	n := 0
-	for n < maxBatchEvents && len(dst) < maxBatchBytes {
+	n, shared := 0, 0 // events, and bytes of the frames shared
+	for n < maxBatchEvents && len(dst)+shared < maxBatchBytes {
 		if len(w.initial) == 0 {
 			if w.initialNext == nil || n > 0 {
 				break // the events so far go out before the next page is read
@@ -35,7 +35,12 @@ func (w *Watcher) appendInitial(dst []byte) []byte {
 			continue
 		}
 		var err error
-		if dst, err = w.enc.AppendEvent(dst, Added, o, o.Revision); err != nil {
+		if w.shareMin > 0 && !w.perWatch && len(o.Value) >= w.shareMin {
+			dst, shared, err = w.appendInitialShared(dst, o, shared)
+		} else {
+			dst, err = w.enc.AppendEvent(dst, Added, o, o.Revision)
+		}
+		if err != nil {
 			w.fail = err
 			return dst
 		}
@@ -56,6 +61,22 @@ func (w *Watcher) appendInitial(dst []byte) []byte {
 		}
 	}
 	return dst
+}
+
+// appendInitialShared appends the initial event of o, a large object, for
+// NextShared: its frame comes from the cache (Cache.initialFrame) and is
+// recorded in w.shared, not copied, unless it turns out small. shared
+// counts the bytes of the frames recorded.
+func (w *Watcher) appendInitialShared(dst []byte, o *Object, shared int) ([]byte, int, error) {
+	b, err := w.c.initialFrame(o, w.enc, w.encID)
+	if err != nil {
+		return dst, shared, err
+	}
+	if len(b) < w.shareMin {
+		return append(dst, b...), shared, nil
+	}
+	w.shared = append(w.shared, SharedFrame{At: len(dst), Frame: b})
+	return dst, shared + len(b), nil
 }
 
 // fromCache appends the frames of the events the cache has for w: the queue

@@ -44,8 +44,9 @@ type Object struct {
 	// Revision is the revision the object was written at.
 	Revision int64
 
-	attrs atomic.Pointer[attrsResult]
-	enc   atomic.Pointer[encodingResult]
+	attrs  atomic.Pointer[attrsResult]
+	enc    atomic.Pointer[encodingResult]
+	frames atomic.Pointer[[]frame] // initial-event frames (Cache.initialFrame)
 }
 
 type encodingResult struct {
@@ -74,12 +75,67 @@ func (o *Object) keepEncoding(tag string, b []byte) ([]byte, bool) {
 	return b, false
 }
 
-// keptSize is the size of the encoding o keeps.
+// keptSize is the size of the encoding and the frames o keeps.
 func (o *Object) keptSize() int64 {
+	var n int64
 	if r := o.enc.Load(); r != nil {
-		return int64(len(r.b))
+		n = int64(len(r.b))
 	}
-	return 0
+	if p := o.frames.Load(); p != nil {
+		for _, f := range *p {
+			n += int64(len(f.b))
+		}
+	}
+	return n
+}
+
+// maxObjectFrames bounds the initial-event frames an object keeps: one per
+// representation a watch of its type asks for.
+const maxObjectFrames = 4
+
+// keptFrame returns the frame of o's initial event for enc (an encoder with
+// the cache's id id, 0 for none), if o keeps it.
+func (o *Object) keptFrame(enc Encoder, id uint32) ([]byte, bool) {
+	return findFrame(o.frames.Load(), enc, id, Added)
+}
+
+// keepFrame keeps b as the frame of o's initial event for enc unless o
+// keeps one already, or keeps maxObjectFrames; it returns the frame o keeps
+// for enc (b, or the one kept first) and whether b was kept.
+func (o *Object) keepFrame(enc Encoder, id uint32, b []byte) ([]byte, bool) {
+	for {
+		p := o.frames.Load()
+		if kept, ok := findFrame(p, enc, id, Added); ok {
+			return kept, false
+		}
+		var frames []frame
+		if p != nil {
+			frames = *p
+		}
+		if len(frames) >= maxObjectFrames {
+			return b, false
+		}
+		next := append(frames[:len(frames):len(frames)], frame{enc: enc, id: id, typ: Added, b: b})
+		if o.frames.CompareAndSwap(p, &next) {
+			return b, true
+		}
+	}
+}
+
+// findFrame returns the frame of typ for enc among *p. Encoders with an id
+// compare by it: comparing two encoder values compares their fields
+// (strings, nested encoders), which hundreds of watchers would do for each
+// event.
+func findFrame(p *[]frame, enc Encoder, id uint32, typ EventType) ([]byte, bool) {
+	if p == nil {
+		return nil, false
+	}
+	for i := range *p {
+		if f := &(*p)[i]; f.typ == typ && f.id == id && (id != 0 || f.enc == enc) {
+			return f.b, true
+		}
+	}
+	return nil, false
 }
 
 type attrsResult struct {
@@ -244,21 +300,9 @@ func (e *Event) frame(enc Encoder, id uint32, typ EventType) (_ []byte, ok bool,
 const frameOverhead = 256
 
 // cachedFrame returns the cached frame of the event as typ for enc. A frame
-// read just as the event is detached is still the right frame. Encoders with
-// an id compare by it: comparing two encoder values compares their fields
-// (strings, nested encoders), which hundreds of watchers would do for each
-// event.
+// read just as the event is detached is still the right frame.
 func (e *Event) cachedFrame(enc Encoder, id uint32, typ EventType) ([]byte, bool) {
-	p := e.frames.Load()
-	if p == nil {
-		return nil, false
-	}
-	for i := range *p {
-		if f := &(*p)[i]; f.typ == typ && f.id == id && (id != 0 || f.enc == enc) {
-			return f.b, true
-		}
-	}
-	return nil, false
+	return findFrame(e.frames.Load(), enc, id, typ)
 }
 
 // detach drops the cached frames (the event left the window) and returns

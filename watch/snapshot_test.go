@@ -314,3 +314,42 @@ func TestSnapshotMemo(t *testing.T) {
 		t.Fatalf("after a failure: %d %v", v, err)
 	}
 }
+
+// TestInitialFrameBudget: an object of the state keeps the frame of its
+// initial event per encoder (one copy for every watch that starts on it),
+// charged to the budget with its encodings and given back when the object
+// is replaced; a replaced version keeps none.
+func TestInitialFrameBudget(t *testing.T) {
+	e := newEnv(t, Settings{StateBytes: 1 << 20})
+	e.put(testPrefix+"k0", strings.Repeat("v", 1000))
+	e.waitCaughtUp()
+	objs, _, ok, _ := e.cache.List(context.Background(), []byte(testPrefix))
+	if !ok || len(objs) != 1 {
+		t.Fatalf("list: %v %d", ok, len(objs))
+	}
+	other := &testEncoder{}
+	a, err := e.cache.initialFrame(objs[0], e.enc, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := e.cache.initialFrame(objs[0], e.enc, 1)
+	c, _ := e.cache.initialFrame(objs[0], other, 2)
+	if &a[0] != &b[0] || &a[0] == &c[0] {
+		t.Fatal("want one frame per encoder, shared by its callers")
+	}
+	if got := string(a); !strings.HasPrefix(got, "ADDED "+testPrefix+"k0 ") {
+		t.Fatalf("frame %q", got[:40])
+	}
+	if kept, want := e.cache.encBytes.Load(), int64(len(a)+len(c)); kept != want {
+		t.Fatalf("kept %d bytes, want %d", kept, want)
+	}
+	e.put(testPrefix+"k0", "w")
+	e.waitCaughtUp()
+	if kept := e.cache.encBytes.Load(); kept != 0 {
+		t.Fatalf("kept %d bytes after the object was replaced, want 0", kept)
+	}
+	d, _ := e.cache.initialFrame(objs[0], e.enc, 1) // the old version: kept before, shared still
+	if &d[0] != &a[0] || e.cache.encBytes.Load() != 0 {
+		t.Fatal("a replaced version's kept frame changed, or was charged again")
+	}
+}

@@ -280,7 +280,7 @@ func (w *Watcher) Next(dst []byte) ([]byte, error) {
 		n, ns := len(dst), len(w.shared) // what this pass sends: more bytes or more shared frames
 		if w.initial != nil || w.initialNext != nil || w.initialEnd {
 			dst = w.appendInitial(dst)
-			if len(dst) > n || w.fail != nil {
+			if len(dst) > n || len(w.shared) > ns || w.fail != nil {
 				return dst, nil
 			}
 			continue
