@@ -111,40 +111,53 @@ func stalledWatchH2(t *testing.T, ts *httptest.Server, path string) (stalled fun
 // copies of the object (storage, the cache's state and window, the one
 // shared frame), not by N.
 func TestWatchStalledSharesLargeFrames(t *testing.T) {
+	forEachStall(t, func(t *testing.T, ts *httptest.Server, start stallStart) {
+		const watchers = 48
+		rv := collectionRV(t, ts)
+		path := cmPath + "?watch=1&resourceVersion=" + rv
+		var stalled []func()
+		for range watchers {
+			stalled = append(stalled, start(t, ts, path))
+		}
+		before := heapAfterGC()
+		createMiB(t, ts)
+		for _, s := range stalled {
+			s() // every watcher is writing the event now
+		}
+		grew := int64(heapAfterGC()) - int64(before)
+		t.Logf("%d stalled watchers, one 1 MiB event: heap grew %.1f MiB", watchers, float64(grew)/(1<<20))
+		if grew > watchers/4<<20 {
+			t.Errorf("heap grew %.1f MiB with %d stalled watchers of a 1 MiB event: a copy each", float64(grew)/(1<<20), watchers)
+		}
+	})
+}
+
+// createMiB creates a configmap of 1 MiB.
+func createMiB(t *testing.T, ts *httptest.Server) {
+	t.Helper()
+	value := strings.Repeat("v", 1<<20)
+	resp, err := ts.Client().Post(ts.URL+cmPath, "application/json", strings.NewReader(`{"metadata":{"name":"big"},"data":{"v":"`+value+`"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 201 {
+		t.Fatalf("create: %d", resp.StatusCode)
+	}
+}
+
+// stallStart starts a watch of path that stalls: calling the function it
+// returns reads until the first event has started, then stops reading.
+type stallStart func(t *testing.T, ts *httptest.Server, path string) (stalled func())
+
+// forEachStall runs test over HTTP/1.1 and HTTP/2 on a stallServer.
+func forEachStall(t *testing.T, test func(t *testing.T, ts *httptest.Server, start stallStart)) {
 	for _, h2 := range []bool{false, true} {
-		name, start := "HTTP/1.1", stalledWatchH1
+		name, start := "HTTP/1.1", stallStart(stalledWatchH1)
 		if h2 {
 			name, start = "HTTP/2", stalledWatchH2
 		}
-		t.Run(name, func(t *testing.T) {
-			const watchers = 48
-			ts := stallServer(t, h2)
-			c := ts.Client()
-			rv := collectionRV(t, ts)
-			path := cmPath + "?watch=1&resourceVersion=" + rv
-			var stalled []func()
-			for range watchers {
-				stalled = append(stalled, start(t, ts, path))
-			}
-			before := heapAfterGC()
-			value := strings.Repeat("v", 1<<20)
-			resp, err := c.Post(ts.URL+cmPath, "application/json", strings.NewReader(`{"metadata":{"name":"big"},"data":{"v":"`+value+`"}}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != 201 {
-				t.Fatalf("create: %d", resp.StatusCode)
-			}
-			for _, s := range stalled {
-				s() // every watcher is writing the event now
-			}
-			grew := int64(heapAfterGC()) - int64(before)
-			t.Logf("%d stalled watchers, one 1 MiB event: heap grew %.1f MiB", watchers, float64(grew)/(1<<20))
-			if grew > watchers/4<<20 {
-				t.Errorf("heap grew %.1f MiB with %d stalled watchers of a 1 MiB event: a copy each", float64(grew)/(1<<20), watchers)
-			}
-		})
+		t.Run(name, func(t *testing.T) { test(t, stallServer(t, h2), start) })
 	}
 }
 
@@ -175,36 +188,20 @@ func heapAfterGC() uint64 {
 // The same for initial events: watchers that start on a large object and
 // stop reading share the watch cache's one frame of its ADDED event.
 func TestWatchStalledSharesLargeInitialFrames(t *testing.T) {
-	for _, h2 := range []bool{false, true} {
-		name, start := "HTTP/1.1", stalledWatchH1
-		if h2 {
-			name, start = "HTTP/2", stalledWatchH2
+	forEachStall(t, func(t *testing.T, ts *httptest.Server, start stallStart) {
+		const watchers = 48
+		createMiB(t, ts)
+		collectionRV(t, ts) // the cache holds the object
+		before := heapAfterGC()
+		for range watchers {
+			start(t, ts, cmPath+"?watch=1")() // each is writing the ADDED event now
 		}
-		t.Run(name, func(t *testing.T) {
-			const watchers = 48
-			ts := stallServer(t, h2)
-			c := ts.Client()
-			value := strings.Repeat("v", 1<<20)
-			resp, err := c.Post(ts.URL+cmPath, "application/json", strings.NewReader(`{"metadata":{"name":"big"},"data":{"v":"`+value+`"}}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != 201 {
-				t.Fatalf("create: %d", resp.StatusCode)
-			}
-			collectionRV(t, ts) // the cache holds the object
-			before := heapAfterGC()
-			for range watchers {
-				start(t, ts, cmPath+"?watch=1")() // each is writing the ADDED event now
-			}
-			grew := int64(heapAfterGC()) - int64(before)
-			t.Logf("%d watchers stalled on the initial event of a 1 MiB object: heap grew %.1f MiB", watchers, float64(grew)/(1<<20))
-			if grew > watchers/4<<20 {
-				t.Errorf("heap grew %.1f MiB with %d watchers stalled on a 1 MiB initial event: a copy each", float64(grew)/(1<<20), watchers)
-			}
-		})
-	}
+		grew := int64(heapAfterGC()) - int64(before)
+		t.Logf("%d watchers stalled on the initial event of a 1 MiB object: heap grew %.1f MiB", watchers, float64(grew)/(1<<20))
+		if grew > watchers/4<<20 {
+			t.Errorf("heap grew %.1f MiB with %d watchers stalled on a 1 MiB initial event: a copy each", float64(grew)/(1<<20), watchers)
+		}
+	})
 }
 
 // Large frames written from the cache's copy come out in order with the

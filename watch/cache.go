@@ -260,28 +260,35 @@ func (c *Cache) Encoding(o *Object, tag string, enc func(o *Object) ([]byte, err
 	if err != nil {
 		return nil, err
 	}
+	return c.keepOnObject(o, b, func(b []byte) ([]byte, bool) { return o.keepEncoding(tag, b) }), nil
+}
+
+// keepOnObject has o keep b (keep does, and reports whether it did) when o
+// is an object of the current state and the budget holds b without
+// dropping a state; it returns what o keeps, or b. Only an object of the
+// current state keeps anything: the budget is given back when the state
+// replaces or drops it (applyStateLocked), which has already happened to an
+// object of an older snapshot.
+func (c *Cache) keepOnObject(o *Object, b []byte, keep func(b []byte) ([]byte, bool)) []byte {
 	n := int64(len(b))
-	// Only an object of the current state keeps an encoding: the budget is
-	// given back when the state replaces or drops it (applyStateLocked),
-	// which has already happened to an object of an older snapshot.
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.state == nil {
-		return b, nil
+		return b
 	}
 	if cur, ok := c.state.Get(o); !ok || cur != o {
-		return b, nil
+		return b
 	}
 	if !c.budget.fits(c.share, n) {
-		return b, nil
+		return b
 	}
-	b, kept := o.keepEncoding(tag, b)
+	b, kept := keep(b)
 	if kept {
 		c.encBytes.Add(n)
 	} else {
 		c.budget.shrink(c.share, n)
 	}
-	return b, nil
+	return b
 }
 
 // initialFrame returns the frame of o's initial event (Added, at o's
@@ -298,25 +305,7 @@ func (c *Cache) initialFrame(o *Object, enc Encoder, id uint32) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
-	n := int64(len(b))
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.state == nil {
-		return b, nil
-	}
-	if cur, ok := c.state.Get(o); !ok || cur != o {
-		return b, nil
-	}
-	if !c.budget.fits(c.share, n) {
-		return b, nil
-	}
-	b, kept := o.keepFrame(enc, id, b)
-	if kept {
-		c.encBytes.Add(n)
-	} else {
-		c.budget.shrink(c.share, n)
-	}
-	return b, nil
+	return c.keepOnObject(o, b, func(b []byte) ([]byte, bool) { return o.keepFrame(enc, id, b) }), nil
 }
 
 // KeepsState reports, once the cache is ready, whether it keeps the state
