@@ -37,7 +37,8 @@ import (
 
 // listPageSize and listPageBytes bound the pages of the cache's storage
 // lists: a watch that reads its initial events from storage holds one page
-// (and the object that filled it) at a time.
+// (and the object that filled it) at a time. listPageBytes also bounds what
+// storage buffers for a watch that replays storage history.
 const (
 	listPageSize  = 1000
 	listPageBytes = 1 << 20

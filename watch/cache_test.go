@@ -114,6 +114,44 @@ func TestResumeFromStorageHistory(t *testing.T) {
 	}
 }
 
+// watchRecorder records the options of every storage watch.
+type watchRecorder struct {
+	storage.Store
+	mu   sync.Mutex
+	opts []storage.WatchOptions
+}
+
+func (s *watchRecorder) Watch(ctx context.Context, opts storage.WatchOptions) (<-chan storage.Event, error) {
+	s.mu.Lock()
+	s.opts = append(s.opts, opts)
+	s.mu.Unlock()
+	return s.Store.Watch(ctx, opts)
+}
+
+// A watch that replays storage history bounds what storage buffers for it
+// while its client does not read (WatchOptions.BufferBytes); the cache's
+// own storage watch keeps the store's bound.
+func TestHistoryReplayBuffersBounded(t *testing.T) {
+	rec := &watchRecorder{Store: newEnv(t, Settings{}).st}
+	e := newEnvOn(t, rec, Settings{WindowEvents: 5})
+	e.waitCaughtUp()
+	first := e.put(testPrefix+"k", "0")
+	for i := 1; i < 30; i++ {
+		e.put(testPrefix+"k", fmt.Sprint(i))
+	}
+	e.waitCaughtUp()
+	r := e.watch(Options{Revision: first})
+	r.expect(t, "MODIFIED /t/k 1")
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.opts) != 2 {
+		t.Fatalf("%d storage watches, want the cache's and the replay's", len(rec.opts))
+	}
+	if own, replay := rec.opts[0], rec.opts[1]; own.BufferBytes != 0 || replay.BufferBytes != listPageBytes || replay.FromRevision != first {
+		t.Fatalf("the cache's watch %+v, the replay's %+v: want the replay alone bounded, to %d bytes", own, replay, listPageBytes)
+	}
+}
+
 func TestFilterEnterAndLeave(t *testing.T) {
 	e := newEnv(t, Settings{})
 	e.put(testPrefix+"a", "red")

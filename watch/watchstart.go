@@ -138,7 +138,7 @@ func (c *Cache) startFrom(w *Watcher, rev int64) error {
 	w.pos = rev
 	c.mu.Unlock()
 	fctx, cancel := context.WithCancel(w.ctx)
-	ch, err := c.cfg.Storage.Watch(fctx, storage.WatchOptions{Prefix: w.prefix, FromRevision: rev, ProgressInterval: c.cfg.ProgressInterval})
+	ch, err := c.cfg.Storage.Watch(fctx, storage.WatchOptions{Prefix: w.prefix, FromRevision: rev, ProgressInterval: c.cfg.ProgressInterval, BufferBytes: listPageBytes})
 	if err != nil {
 		cancel()
 		if errors.Is(err, storage.ErrCompacted) {

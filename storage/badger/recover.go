@@ -208,7 +208,7 @@ func (s *Store) publishRecovered(pub, cur int64) error {
 	}
 	var events []storage.Event
 	for from := pub + 1; from <= cur; {
-		evs, end, err := s.readLog([]byte{}, from, cur)
+		evs, end, err := s.readLog([]byte{}, from, cur, catchUpMaxBytes)
 		if err != nil {
 			return err
 		}

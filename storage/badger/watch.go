@@ -43,6 +43,7 @@ const (
 	catchUpMaxScan   = 8192    // log entries scanned per chunk
 	catchUpMaxBytes  = 8 << 20 // value bytes per chunk
 	outBuffer        = 64      // capacity of a watch channel
+	boundedOutBuffer = 4       // the same, for a watch with WatchOptions.BufferBytes
 )
 
 type hub struct {
@@ -56,6 +57,7 @@ type watcher struct {
 	prefix   []byte
 	from     int64 // events with a revision above this one are wanted
 	progress time.Duration
+	maxBytes int64 // bound of buf, and of a change-log chunk (catchUpMaxBytes)
 	out      chan storage.Event
 	notify   chan struct{} // capacity 1: buffer changed or watcher fell behind
 
@@ -86,7 +88,7 @@ func (h *hub) publish(s *Store, rev int64, events []storage.Event) {
 			}
 		}
 		w.through = rev
-		if len(w.buf) > s.opts.WatchBufferSize || w.bufBytes > s.opts.WatchBufferBytes {
+		if len(w.buf) > s.opts.WatchBufferSize || w.bufBytes > w.maxBytes {
 			s.log.Debug("watcher fell behind; catching up from the change log",
 				"prefix", string(w.prefix), "buffered", len(w.buf), "bytes", w.bufBytes)
 			w.synced, w.buf, w.bufBytes = false, nil, 0
@@ -140,6 +142,8 @@ func (s *Store) Watch(ctx context.Context, opts storage.WatchOptions) (<-chan st
 		return nil, fmt.Errorf("watch: negative revision %d: %w", opts.FromRevision, storage.ErrInvalid)
 	case opts.ProgressInterval < 0:
 		return nil, fmt.Errorf("watch: negative progress interval: %w", storage.ErrInvalid)
+	case opts.BufferBytes < 0:
+		return nil, fmt.Errorf("watch: negative buffer bound %d: %w", opts.BufferBytes, storage.ErrInvalid)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -154,8 +158,12 @@ func (s *Store) Watch(ctx context.Context, opts storage.WatchOptions) (<-chan st
 		prefix:   bytes.Clone(opts.Prefix),
 		from:     opts.FromRevision,
 		progress: opts.ProgressInterval,
+		maxBytes: s.opts.WatchBufferBytes,
 		out:      make(chan storage.Event, outBuffer),
 		notify:   make(chan struct{}, 1),
+	}
+	if opts.BufferBytes > 0 {
+		w.maxBytes, w.out = opts.BufferBytes, make(chan storage.Event, boundedOutBuffer)
 	}
 	s.hub.mu.Lock()
 	if w.from == 0 {
@@ -276,7 +284,7 @@ func (st *sendState) catchUp() error {
 	for {
 		target := s.current.Load()
 		for st.next <= target {
-			events, end, err := s.readLog(w.prefix, st.next, target)
+			events, end, err := s.readLog(w.prefix, st.next, target, min(catchUpMaxBytes, w.maxBytes))
 			if err != nil {
 				return err
 			}
@@ -331,9 +339,10 @@ func (st *sendState) sendProgress(rev int64) error {
 }
 
 // readLog reads one bounded chunk of the change log: the events under prefix
-// with revisions from..to, as of snapshot to. It returns the events and the
-// last revision covered (to, unless a bound stopped the chunk early).
-func (s *Store) readLog(prefix []byte, from, to int64) ([]storage.Event, int64, error) {
+// with revisions from..to, as of snapshot to, of at most about maxBytes. It
+// returns the events and the last revision covered (to, unless a bound
+// stopped the chunk early).
+func (s *Store) readLog(prefix []byte, from, to, maxBytes int64) ([]storage.Event, int64, error) {
 	if !s.enter() {
 		return nil, 0, storage.ErrClosed
 	}
@@ -354,7 +363,7 @@ func (s *Store) readLog(prefix []byte, from, to int64) ([]storage.Event, int64, 
 	var (
 		events  []storage.Event
 		scanned int
-		size    int
+		size    int64
 	)
 	end := to
 	for it.Seek(logKey(from)); it.Valid(); it.Next() {
@@ -385,9 +394,9 @@ func (s *Store) readLog(prefix []byte, from, to int64) ([]storage.Event, int64, 
 				return nil, 0, fmt.Errorf("change log at revision %d: %w", rev, err)
 			}
 			events = append(events, ev)
-			size += len(ev.Value) + len(ev.PrevValue)
+			size += int64(len(ev.Key) + len(ev.Value) + len(ev.PrevValue))
 		}
-		if scanned++; scanned >= catchUpMaxScan || len(events) >= catchUpMaxEvents || size >= catchUpMaxBytes {
+		if scanned++; scanned >= catchUpMaxScan || len(events) >= catchUpMaxEvents || size >= maxBytes {
 			end = rev
 			break
 		}

@@ -120,6 +120,47 @@ func TestSlowWatcherFallsBehindOnBytes(t *testing.T) {
 	readEvents(t, ch, "big/", n)
 }
 
+// A watch with its own buffer bound (WatchOptions.BufferBytes) falls behind
+// at that bound, not the store's, holds a small channel, and still delivers
+// every event once, in order, from the change log.
+func TestWatchBufferBytesBound(t *testing.T) {
+	h := &recordHandler{}
+	s := open(t, testOptions(t, "").WithLogger(slog.New(h))) // 64 MiB by default
+	ch, err := s.Watch(t.Context(), storage.WatchOptions{Prefix: []byte("big/"), BufferBytes: 256 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cap(ch) != boundedOutBuffer {
+		t.Errorf("bounded watch channel holds %d events, want %d", cap(ch), boundedOutBuffer)
+	}
+	const n = 300
+	value := bytes.Repeat([]byte("v"), 16<<10)
+	for i := range n {
+		if _, err := s.Create(t.Context(), fmt.Appendf(nil, "big/%06d", i), value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fellBehind(h) == 0 {
+		t.Fatal("300 events of 16 KiB unread did not pass the watch's 256 KiB bound")
+	}
+	readEvents(t, ch, "big/", n)
+	// Its catch-up reads the change log in chunks of the same bound.
+	cur, _ := s.CurrentRevision(t.Context())
+	events, end, err := s.readLog([]byte("big/"), cur-n+1, cur, 256<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var size int64
+	for i, ev := range events {
+		if size += int64(len(ev.Key) + len(ev.Value)); size >= 256<<10 && i < len(events)-1 {
+			t.Fatalf("chunk of %d events goes on after %d reached the bound", len(events), i+1)
+		}
+	}
+	if size < 256<<10 || end != events[len(events)-1].Revision {
+		t.Fatalf("chunk of %d events, %d bytes, ends at %d: want it to end at the bound", len(events), size, end)
+	}
+}
+
 // fellBehind counts the watchers that h saw fall behind their buffer.
 func fellBehind(h *recordHandler) int {
 	n := 0

@@ -39,6 +39,11 @@ func (s *Store) Watch(ctx context.Context, opts storage.WatchOptions) (<-chan st
 	if opts.FromRevision < 0 {
 		return nil, fmt.Errorf("%w: negative revision %d", storage.ErrInvalid, opts.FromRevision)
 	}
+	if opts.BufferBytes < 0 {
+		// etcd's client buffers a watch's responses itself: the bound is
+		// not applied, only checked.
+		return nil, fmt.Errorf("%w: negative buffer bound %d", storage.ErrInvalid, opts.BufferBytes)
+	}
 	done, err := s.begin()
 	if err != nil {
 		return nil, err

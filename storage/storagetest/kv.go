@@ -245,6 +245,8 @@ func testInvalidArguments(t *testing.T, s *suite) {
 	isInvalid("Watch empty prefix", err)
 	_, err = st.Watch(ctx, storage.WatchOptions{Prefix: []byte("inv/"), FromRevision: -1})
 	isInvalid("Watch negative revision", err)
+	_, err = st.Watch(ctx, storage.WatchOptions{Prefix: []byte("inv/"), BufferBytes: -1})
+	isInvalid("Watch negative buffer bound", err)
 	if c := current(t, st); c != cur {
 		t.Errorf("invalid calls changed the revision from %d to %d", cur, c)
 	}
