@@ -27,8 +27,13 @@ func TestDiscovery(t *testing.T) {
 	for _, r := range core["resources"].([]any) {
 		names = append(names, r.(map[string]any)["name"].(string))
 	}
-	if strings.Join(names, ",") != "configmaps,namespaces,namespaces/status" {
+	if strings.Join(names, ",") != "configmaps,namespaces,namespaces/finalize,namespaces/status" {
 		t.Fatalf("/api/v1 resources: %v", names)
+	}
+	for _, r := range core["resources"].([]any) {
+		if r := r.(map[string]any); r["name"] == "namespaces/finalize" && (str(r, "verbs") != `["update"]` || r["kind"] != "Namespace") {
+			t.Fatalf("/api/v1 namespaces/finalize: %v", r)
+		}
 	}
 	groups := do(t, ts, "GET", "/apis", "").object(t)
 	if str(groups, "kind") != "APIGroupList" || !strings.Contains(str(groups, "groups"), `"name":"example.dev"`) {

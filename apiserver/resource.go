@@ -23,6 +23,12 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		s.serveSubresource(w, r, st, info)
 		return
 	}
+	if r.Method == http.MethodHead {
+		// As kube-apiserver: a HEAD would do a get's, a list's or a
+		// watch's work and send none of it.
+		s.writeError(w, r, meta.NewMethodNotAllowed(r.Method, ""))
+		return
+	}
 	switch info.Verb {
 	case "get":
 		s.handleGet(w, r, st, info)

@@ -527,15 +527,18 @@ func (s *Server) routes() (chi.Router, http.Handler) {
 	r := chi.NewRouter()
 	r.Use(mw...)
 	r.Get("/version", s.serveVersion)
-	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
-		r.Get(p, s.serveHealth)
-		r.Get(p+"/*", s.serveHealth)
-	}
 	r.Get("/api", s.serveAPIVersions)
-	r.Get("/apis", s.serveAPIGroups)
-	r.Get("/openapi/v2", s.serveOpenAPIV2)
-	r.Get("/openapi/v3", s.serveOpenAPIV3Index)
-	r.Get("/openapi/v3/*", s.serveOpenAPIV3)
+	// These also answer HEAD, as kube-apiserver's do (a load balancer's
+	// health check may use it); /version, /api and the resources do not.
+	getHead := func(p string, h http.HandlerFunc) { r.Get(p, h); r.Head(p, h) }
+	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
+		getHead(p, s.serveHealth)
+		getHead(p+"/*", s.serveHealth)
+	}
+	getHead("/apis", s.serveAPIGroups)
+	getHead("/openapi/v2", s.serveOpenAPIV2)
+	getHead("/openapi/v3", s.serveOpenAPIV3Index)
+	getHead("/openapi/v3/*", s.serveOpenAPIV3)
 	for p, h := range s.cfg.NonResourceHandlers {
 		r.Handle(p, h)
 	}
@@ -568,18 +571,6 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(w, r)
 	})
-}
-
-func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.cfg.Storage.CurrentRevision(r.Context()); err != nil {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(http.StatusInternalServerError)
-		fmt.Fprintf(w, "[-]storage failed: %v\nhealthz check failed\n", err)
-		return
-	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	_, _ = w.Write([]byte("ok"))
 }
 
 func (s *Server) serveVersion(w http.ResponseWriter, r *http.Request) {

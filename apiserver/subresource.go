@@ -26,7 +26,7 @@ func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, st *re
 		}
 	case info.Subresource == "scale" && res.Subresources.Scale != nil:
 		s.serveScale(w, r, st, info)
-	case info.Subresource == "finalize" && res.Group == "" && res.Resource == "namespaces":
+	case info.Subresource == "finalize" && res.ServesFinalize():
 		if r.Method != http.MethodPut {
 			s.writeError(w, r, meta.NewMethodNotAllowed(r.Method, ""))
 			return

@@ -13,6 +13,7 @@ import (
 var (
 	resourceVerbs = []string{"create", "delete", "get", "list", "patch", "update", "watch"}
 	statusVerbs   = []string{"get", "patch", "update"}
+	finalizeVerbs = []string{"update"}
 )
 
 // apiResource is an entry of a legacy APIResourceList.
@@ -116,6 +117,10 @@ func resourceEntries(r *registry.Resource) ([]apiResource, discoveryResource) {
 	dr := discoveryResource{
 		Resource: r.Resource, ResponseKind: kind, Scope: scope, SingularResource: r.Singular,
 		Verbs: verbsOf(r), ShortNames: r.ShortNames, Categories: r.Categories,
+	}
+	if r.ServesFinalize() {
+		legacy = append(legacy, apiResource{Name: r.Resource + "/finalize", Namespaced: r.Namespaced, Kind: r.Kind, Verbs: finalizeVerbs})
+		dr.Subresources = append(dr.Subresources, discoverySubresource{Subresource: "finalize", ResponseKind: kind, Verbs: finalizeVerbs})
 	}
 	if r.Subresources.Status {
 		legacy = append(legacy, apiResource{Name: r.Resource + "/status", Namespaced: r.Namespaced, Kind: r.Kind, Verbs: statusVerbs})

@@ -259,6 +259,13 @@ func (r *Resource) GroupVersionKind() meta.GroupVersionKind {
 // APIVersion returns the apiVersion string of the objects.
 func (r *Resource) APIVersion() string { return r.GroupVersion().String() }
 
+// ServesFinalize says the type serves the finalize subresource: a PUT that
+// replaces the object's spec.finalizers. Only the core namespaces do, as in
+// Kubernetes.
+func (r *Resource) ServesFinalize() bool {
+	return r.Group == "" && r.Resource == "namespaces"
+}
+
 // ServesStrategicMerge says PATCH accepts strategic merge patches: for
 // core-group types, types with Options.StrategicMerge and types whose
 // schema declares merge rules.
