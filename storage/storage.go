@@ -165,12 +165,13 @@ type WatchOptions struct {
 	// caches learn that time has passed with no changes under their prefix.
 	ProgressInterval time.Duration
 	// BufferBytes, when positive, bounds what the backend holds for this
-	// watch while its consumer does not read, in keys and values (and a few
-	// events more: the one that crosses the bound, those in the channel),
-	// instead of the backend's default. A backend that keeps history may
-	// then drop what it buffered and read it again from history at the
-	// consumer's pace; one that cannot may ignore it. For watches of one
-	// client each, which may stall; 0 for a watch cache's own.
+	// watch while its consumer does not read, in keys and values, instead
+	// of the backend's default: a small multiple of it (say, the events
+	// buffered, those being handed over, those in the channel), plus the
+	// event that crosses it. A backend that keeps history may then drop
+	// what it buffered and read it again from history at the consumer's
+	// pace; one that cannot may ignore it. For watches of one client each,
+	// which may stall; 0 for a watch cache's own.
 	BufferBytes int64
 }
 

@@ -23,10 +23,37 @@ type Budget struct {
 	// check (Settings.WindowTotalBytes), and how many hold events.
 	windows, windowCaches atomic.Int64
 
+	// Bytes of the initial-event frames objects keep (Cache.keepInitialFrame),
+	// part of used, bounded by limit/frameShare: frames never take memory
+	// back from a state, so they may not take all the room either.
+	frames atomic.Int64
+
 	mu           sync.Mutex
 	used         int64
 	shares       map[*share]struct{}
 	drops, backs int64
+}
+
+// frameShare: at most 1/frameShare of a budget holds initial-event frames.
+const frameShare = 8
+
+// reserveFrame reserves n bytes of the frames' part of the budget.
+func (b *Budget) reserveFrame(n int64) bool {
+	if b.limit < 0 {
+		return false
+	}
+	if b.frames.Add(n) > b.limit/frameShare {
+		b.frames.Add(-n)
+		return false
+	}
+	return true
+}
+
+// releaseFrames gives back n bytes reserved by reserveFrame.
+func (b *Budget) releaseFrames(n int64) {
+	if n != 0 {
+		b.frames.Add(-n)
+	}
 }
 
 // NewBudget returns a budget of limit bytes: 0 means DefaultStateBytes,

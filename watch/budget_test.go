@@ -94,7 +94,7 @@ func (e *budgetEnv) kept(prefix string) bool {
 // each kept state exactly what it holds and holds within its limit.
 func (e *budgetEnv) checkAccounts() {
 	e.t.Helper()
-	var sum int64
+	var sum, frames int64
 	for p, c := range e.caches {
 		c.mu.RLock()
 		e.budget.mu.Lock()
@@ -109,18 +109,22 @@ func (e *budgetEnv) checkAccounts() {
 			e.t.Errorf("%s: kept by its budget (%d bytes) without a state", p, c.share.bytes)
 		}
 		if c.state != nil {
-			var kept int64 // what the state's objects keep: encodings, frames
-			c.state.Ascend(func(o *Object) bool { kept += o.keptSize(); return true })
-			if kept != c.encBytes.Load() {
-				e.t.Errorf("%s: the objects keep %d bytes, %d accounted", p, kept, c.encBytes.Load())
+			var kept, frames int64 // what the state's objects keep: encodings, frames
+			c.state.Ascend(func(o *Object) bool { kept += o.keptSize(); frames += o.keptFrameSize(); return true })
+			if kept != c.encBytes.Load() || frames != c.initBytes.Load() {
+				e.t.Errorf("%s: the objects keep %d bytes (%d of frames), %d (%d) accounted", p, kept, frames, c.encBytes.Load(), c.initBytes.Load())
 			}
 		}
+		frames += c.initBytes.Load()
 		sum += c.share.bytes
 		e.budget.mu.Unlock()
 		c.mu.RUnlock()
 	}
 	if st := e.budget.Stats(); st.Used != sum || st.Used > st.Limit {
 		e.t.Errorf("budget %+v: the shares sum to %d", st, sum)
+	}
+	if got := e.budget.frames.Load(); got != frames {
+		e.t.Errorf("budget: %d bytes of frames reserved, the caches keep %d", got, frames)
 	}
 }
 
@@ -243,9 +247,9 @@ func TestBudgetConcurrent(t *testing.T) {
 					if _, err := c.Encoding(objs[0], "x", func(*Object) ([]byte, error) { return make([]byte, 50), nil }); err != nil {
 						t.Error(err)
 					}
-					if _, err := c.initialFrame(objs[len(objs)-1], fenc, 0); err != nil {
-						t.Error(err)
-					}
+					o := objs[len(objs)-1]
+					frame, _ := fenc.AppendEvent(nil, Added, o, o.Revision)
+					c.keepInitialFrame(o, fenc, 0, frame)
 				}
 				time.Sleep(time.Millisecond)
 			}

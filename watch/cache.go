@@ -71,7 +71,8 @@ type Cache struct {
 	windowShare int64        // window bytes charged to the budget (Budget.chargeWindow)
 	state       *stateTree   // nil when no state is kept
 	stateBytes  atomic.Int64 // written under mu; read by Encoding without it
-	encBytes    atomic.Int64 // encodings kept by the state's objects (Encoding)
+	encBytes    atomic.Int64 // encodings and frames kept by the state's objects (Encoding, keepInitialFrame)
+	initBytes   atomic.Int64 // the frames among them; written under mu
 	estimate    int64        // while the state is dropped: about what it would take
 	stateRev    int64        // the revision of the last change applied to the state
 	snap        *Snapshot    // a clone of the state, nil until a list asks after a change
@@ -261,52 +262,65 @@ func (c *Cache) Encoding(o *Object, tag string, enc func(o *Object) ([]byte, err
 	if err != nil {
 		return nil, err
 	}
-	return c.keepOnObject(o, b, func(b []byte) ([]byte, bool) { return o.keepEncoding(tag, b) }), nil
+	if kept, ok := c.keepOnObject(o, int64(len(b)), func() ([]byte, bool) { return o.keepEncoding(tag, b) }); ok {
+		return kept, nil
+	}
+	return b, nil
 }
 
-// keepOnObject has o keep b (keep does, and reports whether it did) when o
-// is an object of the current state and the budget holds b without
-// dropping a state; it returns what o keeps, or b. Only an object of the
-// current state keeps anything: the budget is given back when the state
-// replaces or drops it (applyStateLocked), which has already happened to an
-// object of an older snapshot.
-func (c *Cache) keepOnObject(o *Object, b []byte, keep func(b []byte) ([]byte, bool)) []byte {
-	n := int64(len(b))
+// keepOnObject has o keep n bytes (keep does; it returns what o keeps and
+// whether those are the new bytes) when o is an object of the current state
+// and the budget holds n more bytes without dropping a state. ok is false
+// when o keeps nothing new. Only an object of the current state keeps
+// anything: the budget is given back, and o forgets what it keeps, when the
+// state replaces or drops it (applyStateLocked, clearStateLocked), which has
+// already happened to an object of an older snapshot.
+func (c *Cache) keepOnObject(o *Object, n int64, keep func() ([]byte, bool)) (_ []byte, ok bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.state == nil {
-		return b
+		return nil, false
 	}
 	if cur, ok := c.state.Get(o); !ok || cur != o {
-		return b
+		return nil, false
 	}
 	if !c.budget.fits(c.share, n) {
-		return b
+		return nil, false
 	}
-	b, kept := keep(b)
+	b, kept := keep()
 	if kept {
 		c.encBytes.Add(n)
 	} else {
 		c.budget.shrink(c.share, n)
 	}
-	return b
+	return b, true
 }
 
-// initialFrame returns the frame of o's initial event (Added, at o's
-// revision) for enc, whose id in the cache is id. An object of the current
-// state keeps it for the next watches while the budget holds it without
-// dropping a state, as it keeps an Encoding, so that watches starting on the
-// same large objects share one copy. The bytes are shared: do not modify
-// them.
-func (c *Cache) initialFrame(o *Object, enc Encoder, id uint32) ([]byte, error) {
-	if b, ok := o.keptFrame(enc, id); ok {
-		return b, nil
+// keepInitialFrame has o, an object of the current state, keep a copy of
+// frame, the frame of its initial event (Added, at o's revision) for enc
+// (whose id in the cache is id), so that watches starting on the same large
+// objects share one copy. It does so while the budget holds the copy
+// without dropping a state and the frames kept stay within their share of
+// the budget (frameShare); it returns the frame o keeps, which callers must
+// not modify.
+func (c *Cache) keepInitialFrame(o *Object, enc Encoder, id uint32, frame []byte) ([]byte, bool) {
+	n := int64(len(frame))
+	if !c.budget.reserveFrame(n) {
+		return nil, false
 	}
-	b, err := enc.AppendEvent(make([]byte, 0, len(o.Value)+frameOverhead), Added, o, o.Revision)
-	if err != nil {
-		return nil, err
+	added := false
+	b, ok := c.keepOnObject(o, n, func() ([]byte, bool) {
+		b, kept := o.keepFrame(enc, id, append(make([]byte, 0, len(frame)), frame...))
+		if kept {
+			added = true
+			c.initBytes.Add(n)
+		}
+		return b, kept
+	})
+	if !added {
+		c.budget.releaseFrames(n)
 	}
-	return c.keepOnObject(o, b, func(b []byte) ([]byte, bool) { return o.keepFrame(enc, id, b) }), nil
+	return b, ok
 }
 
 // KeepsState reports, once the cache is ready, whether it keeps the state

@@ -64,19 +64,25 @@ func (w *Watcher) appendInitial(dst []byte) []byte {
 }
 
 // appendInitialShared appends the initial event of o, a large object, for
-// NextShared: its frame comes from the cache (Cache.initialFrame) and is
-// recorded in w.shared, not copied, unless it turns out small. shared
-// counts the bytes of the frames recorded.
+// NextShared: from the frame o keeps, recorded in w.shared and not copied,
+// or encoded into dst, and then, when the frame is large, kept by o for the
+// next watches (Cache.keepInitialFrame) and shared from there. shared counts
+// the bytes of the frames recorded.
 func (w *Watcher) appendInitialShared(dst []byte, o *Object, shared int) ([]byte, int, error) {
-	b, err := w.c.initialFrame(o, w.enc, w.encID)
-	if err != nil {
+	if b, ok := o.keptFrame(w.enc, w.encID); ok {
+		w.shared = append(w.shared, SharedFrame{At: len(dst), Frame: b})
+		return dst, shared + len(b), nil
+	}
+	n := len(dst)
+	dst, err := w.enc.AppendEvent(dst, Added, o, o.Revision)
+	if err != nil || len(dst)-n < w.shareMin {
 		return dst, shared, err
 	}
-	if len(b) < w.shareMin {
-		return append(dst, b...), shared, nil
+	if b, ok := w.c.keepInitialFrame(o, w.enc, w.encID, dst[n:]); ok {
+		w.shared = append(w.shared, SharedFrame{At: n, Frame: b})
+		return dst[:n], shared + len(b), nil
 	}
-	w.shared = append(w.shared, SharedFrame{At: len(dst), Frame: b})
-	return dst, shared + len(b), nil
+	return dst, shared, nil
 }
 
 // fromCache appends the frames of the events the cache has for w: the queue

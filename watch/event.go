@@ -77,16 +77,30 @@ func (o *Object) keepEncoding(tag string, b []byte) ([]byte, bool) {
 
 // keptSize is the size of the encoding and the frames o keeps.
 func (o *Object) keptSize() int64 {
-	var n int64
+	n := o.keptFrameSize()
 	if r := o.enc.Load(); r != nil {
-		n = int64(len(r.b))
+		n += int64(len(r.b))
 	}
+	return n
+}
+
+// keptFrameSize is the size of the frames o keeps.
+func (o *Object) keptFrameSize() int64 {
+	var n int64
 	if p := o.frames.Load(); p != nil {
 		for _, f := range *p {
 			n += int64(len(f.b))
 		}
 	}
 	return n
+}
+
+// forget drops what o keeps (its encoding and frames) once it has left the
+// state: the budget no longer counts them, and the window's events may
+// still hold o for minutes.
+func (o *Object) forget() {
+	o.enc.Store(nil)
+	o.frames.Store(nil)
 }
 
 // maxObjectFrames bounds the initial-event frames an object keeps: one per

@@ -59,7 +59,7 @@ func (c *Cache) shutdown(err error) {
 	clear(c.watchers)
 	clear(c.synced)
 	c.clearWindowLocked()
-	c.state, c.snap, c.retained = nil, nil, nil
+	c.clearStateLocked()
 	c.budget.leave(c.share)
 	close(c.advanced)
 	c.advanced = make(chan struct{})
@@ -277,6 +277,11 @@ func (c *Cache) applyStateLocked(ev *Event) {
 		freed = old.size() + old.keptSize()
 		c.stateBytes.Add(-old.size())
 		c.encBytes.Add(-old.keptSize())
+		if f := old.keptFrameSize(); f > 0 {
+			c.initBytes.Add(-f)
+			c.budget.releaseFrames(f)
+		}
+		old.forget()
 	}
 	if ev.Type != Deleted {
 		added = ev.Object.size()
@@ -311,8 +316,13 @@ func (c *Cache) dropStateLocked(size int64) {
 	c.readmitAt.Store(time.Now().UnixNano())
 }
 
-// clearStateLocked forgets the state and what it holds.
+// clearStateLocked forgets the state and what it holds, and has its objects
+// forget what they keep (the window's events may still hold some).
 func (c *Cache) clearStateLocked() {
+	if c.state != nil && c.encBytes.Load() > 0 {
+		c.state.Ascend(func(o *Object) bool { o.forget(); return true })
+	}
+	c.budget.releaseFrames(c.initBytes.Swap(0))
 	c.state, c.snap, c.retained = nil, nil, nil
 	c.stateBytes.Store(0)
 	c.encBytes.Store(0)

@@ -317,8 +317,8 @@ func TestSnapshotMemo(t *testing.T) {
 
 // TestInitialFrameBudget: an object of the state keeps the frame of its
 // initial event per encoder (one copy for every watch that starts on it),
-// charged to the budget with its encodings and given back when the object
-// is replaced; a replaced version keeps none.
+// charged to the budget with its encodings; once the object is replaced it
+// forgets them and the budget gets them back.
 func TestInitialFrameBudget(t *testing.T) {
 	e := newEnv(t, Settings{StateBytes: 1 << 20})
 	e.put(testPrefix+"k0", strings.Repeat("v", 1000))
@@ -327,29 +327,65 @@ func TestInitialFrameBudget(t *testing.T) {
 	if !ok || len(objs) != 1 {
 		t.Fatalf("list: %v %d", ok, len(objs))
 	}
-	other := &testEncoder{}
-	a, err := e.cache.initialFrame(objs[0], e.enc, 1)
-	if err != nil {
-		t.Fatal(err)
+	o := objs[0]
+	frame := func(enc Encoder, id uint32) []byte {
+		b, err := enc.AppendEvent(nil, Added, o, o.Revision)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept, ok := e.cache.keepInitialFrame(o, enc, id, b)
+		if !ok {
+			t.Fatalf("a frame of %d bytes was not kept", len(b))
+		}
+		if cap(kept) != len(kept) {
+			t.Errorf("the kept frame holds %d bytes for %d", cap(kept), len(kept))
+		}
+		return kept
 	}
-	b, _ := e.cache.initialFrame(objs[0], e.enc, 1)
-	c, _ := e.cache.initialFrame(objs[0], other, 2)
+	other := &testEncoder{}
+	a, b, c := frame(e.enc, 1), frame(e.enc, 1), frame(other, 2)
 	if &a[0] != &b[0] || &a[0] == &c[0] {
 		t.Fatal("want one frame per encoder, shared by its callers")
 	}
-	if got := string(a); !strings.HasPrefix(got, "ADDED "+testPrefix+"k0 ") {
-		t.Fatalf("frame %q", got[:40])
+	if got, ok := o.keptFrame(e.enc, 1); !ok || &got[0] != &a[0] {
+		t.Fatal("the object does not keep the frame")
 	}
-	if kept, want := e.cache.encBytes.Load(), int64(len(a)+len(c)); kept != want {
-		t.Fatalf("kept %d bytes, want %d", kept, want)
+	if kept, want := e.cache.encBytes.Load(), int64(len(a)+len(c)); kept != want || e.cache.budget.frames.Load() != want {
+		t.Fatalf("kept %d bytes, %d reserved for frames, want %d", kept, e.cache.budget.frames.Load(), want)
 	}
 	e.put(testPrefix+"k0", "w")
 	e.waitCaughtUp()
-	if kept := e.cache.encBytes.Load(); kept != 0 {
-		t.Fatalf("kept %d bytes after the object was replaced, want 0", kept)
+	if kept, frames := e.cache.encBytes.Load(), e.cache.budget.frames.Load(); kept != 0 || frames != 0 {
+		t.Fatalf("kept %d bytes, %d reserved for frames after the object was replaced, want 0", kept, frames)
 	}
-	d, _ := e.cache.initialFrame(objs[0], e.enc, 1) // the old version: kept before, shared still
-	if &d[0] != &a[0] || e.cache.encBytes.Load() != 0 {
-		t.Fatal("a replaced version's kept frame changed, or was charged again")
+	if o.keptFrameSize() != 0 {
+		t.Fatal("the replaced version, which the window still holds, keeps its frames")
+	}
+	if _, ok := e.cache.keepInitialFrame(o, e.enc, 1, a); ok {
+		t.Fatal("a replaced version kept a frame")
+	}
+}
+
+// Frames take at most 1/frameShare of the budget: past it they are not
+// kept, so that they cannot crowd states out.
+func TestInitialFramesShareOfBudget(t *testing.T) {
+	e := newEnv(t, Settings{StateBytes: 80 << 10})
+	e.put(testPrefix+"a", strings.Repeat("v", 6<<10))
+	e.put(testPrefix+"b", strings.Repeat("v", 6<<10))
+	e.waitCaughtUp()
+	objs, _, ok, _ := e.cache.List(context.Background(), []byte(testPrefix))
+	if !ok || len(objs) != 2 {
+		t.Fatalf("list: %v %d", ok, len(objs))
+	}
+	var kept int
+	for _, o := range objs {
+		b, _ := e.enc.AppendEvent(nil, Added, o, o.Revision)
+		if _, ok := e.cache.keepInitialFrame(o, e.enc, 1, b); ok {
+			kept++
+		}
+	}
+	// Each frame is over 6 KiB; the frames' share is 10 KiB.
+	if kept != 1 || e.cache.budget.frames.Load() > (80<<10)/frameShare {
+		t.Fatalf("%d frames kept, %d bytes reserved: want 1 within %d", kept, e.cache.budget.frames.Load(), (80<<10)/frameShare)
 	}
 }

@@ -30,8 +30,12 @@ import (
 // batch published afterwards has revisions above S and reaches its buffer.
 // Otherwise it replays the (short) rest of the log and tries again.
 //
+// A watch with storage.WatchOptions.BufferBytes has that bound instead of
+// Options.WatchBufferBytes, reads the change log in chunks of it, and its
+// sender waits while the events in its channel hold it.
+//
 // A synced watcher whose buffer exceeds Options.WatchBufferSize events or
-// Options.WatchBufferBytes is hopelessly behind: publish drops its buffer
+// its byte bound is hopelessly behind: publish drops its buffer
 // and sends it back to catching up from the change log, from the revision
 // after the last one it took. It sees every
 // event exactly once as long as that revision is still retained; once
@@ -43,7 +47,6 @@ const (
 	catchUpMaxScan   = 8192    // log entries scanned per chunk
 	catchUpMaxBytes  = 8 << 20 // value bytes per chunk
 	outBuffer        = 64      // capacity of a watch channel
-	boundedOutBuffer = 4       // the same, for a watch with WatchOptions.BufferBytes
 )
 
 type hub struct {
@@ -57,7 +60,8 @@ type watcher struct {
 	prefix   []byte
 	from     int64 // events with a revision above this one are wanted
 	progress time.Duration
-	maxBytes int64 // bound of buf, and of a change-log chunk (catchUpMaxBytes)
+	maxBytes int64 // bound of buf
+	bounded  bool  // WatchOptions.BufferBytes: maxBytes also bounds chunks and the channel
 	out      chan storage.Event
 	notify   chan struct{} // capacity 1: buffer changed or watcher fell behind
 
@@ -163,7 +167,7 @@ func (s *Store) Watch(ctx context.Context, opts storage.WatchOptions) (<-chan st
 		notify:   make(chan struct{}, 1),
 	}
 	if opts.BufferBytes > 0 {
-		w.maxBytes, w.out = opts.BufferBytes, make(chan storage.Event, boundedOutBuffer)
+		w.maxBytes, w.bounded = opts.BufferBytes, true
 	}
 	s.hub.mu.Lock()
 	if w.from == 0 {
@@ -220,6 +224,11 @@ type sendState struct {
 	w        *watcher
 	next     int64 // the first revision not yet delivered
 	lastSent time.Time
+
+	// A bounded watch's sends: sizes[i%outBuffer] is the size of send i, so
+	// that the last len(out) of them are what the channel holds.
+	sent  int64
+	sizes [outBuffer]int64
 }
 
 func (st *sendState) loop(tick <-chan time.Time) error {
@@ -284,7 +293,11 @@ func (st *sendState) catchUp() error {
 	for {
 		target := s.current.Load()
 		for st.next <= target {
-			events, end, err := s.readLog(w.prefix, st.next, target, min(catchUpMaxBytes, w.maxBytes))
+			chunk := int64(catchUpMaxBytes)
+			if w.bounded {
+				chunk = min(chunk, w.maxBytes)
+			}
+			events, end, err := s.readLog(w.prefix, st.next, target, chunk)
 			if err != nil {
 				return err
 			}
@@ -318,14 +331,50 @@ func (st *sendState) catchUp() error {
 }
 
 func (st *sendState) send(ev storage.Event) error {
+	if st.w.bounded {
+		size := int64(len(ev.Key) + len(ev.Value) + len(ev.PrevValue))
+		if err := st.waitRoom(size); err != nil {
+			return err
+		}
+		st.sizes[st.sent%outBuffer] = size
+	}
 	select {
 	case st.w.out <- ev:
 		st.lastSent = time.Now()
+		st.sent++
 		return nil
 	case <-st.w.ctx.Done():
 		return errStopped
 	case <-st.w.s.closing:
 		return errStopped
+	}
+}
+
+// waitRoom waits until the events a bounded watch's channel holds leave
+// room for size more bytes of its bound, or the channel is empty: a
+// consumer that does not read holds at most the bound there. The channel
+// says how many events it holds, not when one leaves, so this polls, at a
+// slowing pace; small events never wait.
+func (st *sendState) waitRoom(size int64) error {
+	for pause := time.Millisecond; ; pause = min(2*pause, 64*time.Millisecond) {
+		n := int64(len(st.w.out))
+		held := size
+		for i := st.sent - n; i < st.sent; i++ {
+			held += st.sizes[i%outBuffer]
+		}
+		if n == 0 || held <= st.w.maxBytes {
+			return nil
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-st.w.ctx.Done():
+			t.Stop()
+			return errStopped
+		case <-st.w.s.closing:
+			t.Stop()
+			return errStopped
+		}
 	}
 }
 
