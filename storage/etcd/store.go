@@ -280,6 +280,9 @@ func (s *Store) List(ctx context.Context, opts storage.ListOptions) (storage.Lis
 	if opts.StartKey != nil {
 		from = opts.StartKey
 	}
+	if opts.MaxBytes > 0 {
+		return s.listBounded(ctx, from, opts)
+	}
 	ops := []clientv3.OpOption{clientv3.WithRange(s.rangeEnd(opts.Prefix))}
 	if opts.Revision > 0 {
 		ops = append(ops, clientv3.WithRev(opts.Revision))
@@ -304,19 +307,6 @@ func (s *Store) List(ctx context.Context, opts storage.ListOptions) (storage.Lis
 		res.More = true
 		res.NextKey = s.strip(kvs[opts.Limit].Key)
 		kvs = kvs[:opts.Limit]
-	}
-	if opts.MaxBytes > 0 {
-		// etcd pages by count only: the page is cut here, so that what it
-		// holds after this call is bounded.
-		var size int64
-		for i, kv := range kvs[:max(len(kvs)-1, 0)] {
-			if size += int64(len(kv.Key) - len(s.prefix) + len(kv.Value)); size >= opts.MaxBytes {
-				res.More = true
-				res.NextKey = s.strip(kvs[i+1].Key)
-				kvs = kvs[:i+1]
-				break
-			}
-		}
 	}
 	res.Items = make([]storage.KeyValue, len(kvs))
 	for i, kv := range kvs {
