@@ -6,6 +6,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/kapi-dev/kapi/codec"
+	"github.com/kapi-dev/kapi/internal/etag"
 	"github.com/kapi-dev/kapi/meta"
 )
 
@@ -20,19 +21,29 @@ var (
 )
 
 // serveDiscovery answers /api or /apis with aggregated discovery when the
-// client asks for it, otherwise with the legacy document.
-func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, aggregated, legacy []byte) {
+// client asks for it (with its ETag, and 304 when the client has it, as
+// kube-apiserver: client-go's cache revalidates with it), otherwise with the
+// legacy document.
+func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, aggregated []byte, aggregatedETag string, legacy []byte) {
 	i, _ := codec.Negotiate(r.Header.Get("Accept"), []codec.MediaType{offerAggregatedV2, offerAggregatedV2beta1, offerJSON, offerYAML})
 	switch i {
 	case 0, 1:
-		body := aggregated
+		body, tag := aggregated, aggregatedETag
 		ct := "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 		if i == 1 {
 			ct = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
 			body = []byte(replaceOnce(string(aggregated), `"apidiscovery.k8s.io/v2"`, `"apidiscovery.k8s.io/v2beta1"`))
+			tag = etag.Of(body)
 		}
-		w.Header().Set("Content-Type", ct)
-		w.Header().Set("Vary", "Accept")
+		h := w.Header()
+		h.Set("Vary", "Accept")
+		h.Set("Cache-Control", "public")
+		h.Set("Etag", tag)
+		if ifNoneMatch(r, tag) {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		h.Set("Content-Type", ct)
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(body)
 	case 2, 3:
@@ -54,12 +65,12 @@ func replaceOnce(s, old, new string) string {
 
 func (s *Server) serveAPIVersions(w http.ResponseWriter, r *http.Request) {
 	d := s.discoveryDocuments()
-	s.serveDiscovery(w, r, d.AggregatedAPI, d.APIVersions)
+	s.serveDiscovery(w, r, d.AggregatedAPI, d.AggregatedAPIETag, d.APIVersions)
 }
 
 func (s *Server) serveAPIGroups(w http.ResponseWriter, r *http.Request) {
 	d := s.discoveryDocuments()
-	s.serveDiscovery(w, r, d.AggregatedAPIs, d.GroupList)
+	s.serveDiscovery(w, r, d.AggregatedAPIs, d.AggregatedAPIsETag, d.GroupList)
 }
 
 func (s *Server) serveAPIGroup(w http.ResponseWriter, r *http.Request) {

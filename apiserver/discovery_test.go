@@ -230,3 +230,43 @@ func TestMountUnderPrefix(t *testing.T) {
 		ts.Close()
 	}
 }
+
+// Aggregated discovery and the OpenAPI v3 documents carry ETags and answer
+// 304 to a client that has them, as kube-apiserver's (client-go's discovery
+// cache revalidates with them); a changed registry changes them.
+func TestDiscoveryETags(t *testing.T) {
+	api, ts := newTestServer(t)
+	const v2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+	const v2beta1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+	tags := map[string]string{}
+	for _, c := range []struct{ path, accept string }{
+		{"/api", v2}, {"/apis", v2}, {"/apis", v2beta1}, {"/openapi/v3/apis/example.dev/v1", "application/json"},
+	} {
+		r := do(t, ts, "GET", c.path, "", "Accept", c.accept)
+		tag := r.header.Get("Etag")
+		if r.code != 200 || len(tag) != 130 || tag[0] != '"' {
+			t.Fatalf("GET %s (%s): %d, ETag %q", c.path, c.accept, r.code, tag)
+		}
+		for k, other := range tags {
+			if other == tag {
+				t.Errorf("GET %s (%s) has the ETag of %s", c.path, c.accept, k)
+			}
+		}
+		tags[c.path+" "+c.accept] = tag
+		if r := do(t, ts, "GET", c.path, "", "Accept", c.accept, "If-None-Match", tag); r.code != 304 || len(r.body) != 0 {
+			t.Errorf("GET %s with its ETag: %d (%d bytes), want 304", c.path, r.code, len(r.body))
+		}
+		if r := do(t, ts, "GET", c.path, "", "Accept", c.accept, "If-None-Match", `"stale"`); r.code != 200 {
+			t.Errorf("GET %s with another ETag: %d, want 200", c.path, r.code)
+		}
+	}
+	if tag := do(t, ts, "GET", "/apis", "").header.Get("Etag"); tag != "" {
+		t.Errorf("legacy /apis has an ETag %q", tag)
+	}
+	if err := api.Unregister(meta.GroupVersionResource{Group: "example.dev", Version: "v1", Resource: "widgets"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := do(t, ts, "GET", "/apis", "", "Accept", v2, "If-None-Match", tags["/apis "+v2]); r.code != 200 {
+		t.Errorf("GET /apis with the ETag from before a change: %d, want 200", r.code)
+	}
+}

@@ -27,13 +27,24 @@ func (s *Server) serveOpenAPIV3Index(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) serveOpenAPIV3(w http.ResponseWriter, r *http.Request) {
-	doc, ok := s.openAPIDocuments().V3(strings.TrimSuffix(chi.URLParam(r, "*"), "/"))
+	doc, tag, ok := s.openAPIDocuments().V3(strings.TrimSuffix(chi.URLParam(r, "*"), "/"))
 	if !ok {
 		s.writeError(w, r, meta.NewNotFoundPath())
 		return
 	}
+	h := w.Header()
 	if r.URL.Query().Get("hash") != "" {
-		w.Header().Set("Cache-Control", "public, immutable")
+		h.Set("Cache-Control", "public, immutable")
+	}
+	h.Add("Vary", "Accept")
+	if c, ok := codec.Choose(r.Header.Get("Accept"), func(c codec.Choice) bool { return c.As == "" && c.Format != codec.FormatProtobuf }); ok &&
+		c.Format == codec.FormatJSON && !wantPretty(r, c) {
+		// The document as stored: its ETag is its hash in the index.
+		h.Set("Etag", tag)
+		if ifNoneMatch(r, tag) {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
 	}
 	s.writeRaw(w, r, http.StatusOK, doc)
 }

@@ -20,6 +20,7 @@ import (
 	"sort"
 
 	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/internal/etag"
 	"github.com/kapi-dev/kapi/meta"
 )
 
@@ -32,8 +33,10 @@ type Documents struct {
 	// GroupList is the legacy document of /apis: every named group.
 	GroupList []byte
 	// AggregatedAPI and AggregatedAPIs are the aggregated documents
-	// (APIGroupDiscoveryList, apidiscovery.k8s.io/v2) of /api and /apis.
-	AggregatedAPI, AggregatedAPIs []byte
+	// (APIGroupDiscoveryList, apidiscovery.k8s.io/v2) of /api and /apis,
+	// with their ETags.
+	AggregatedAPI, AggregatedAPIs         []byte
+	AggregatedAPIETag, AggregatedAPIsETag string
 
 	groups        map[string][]byte // APIGroup per named group
 	resourceLists map[string][]byte // APIResourceList per group version string
@@ -85,6 +88,7 @@ func Build(resources []*registry.Resource) *Documents {
 	}
 	d.AggregatedAPI = aggregated(coreAgg)
 	d.AggregatedAPIs = aggregated(groupsAgg)
+	d.AggregatedAPIETag, d.AggregatedAPIsETag = etag.Of(d.AggregatedAPI), etag.Of(d.AggregatedAPIs)
 	if groupList == nil {
 		groupList = []apiGroup{}
 	}

@@ -15,13 +15,11 @@
 package openapi
 
 import (
-	"crypto/sha512"
-	"encoding/hex"
 	"encoding/json"
-	"strings"
 	"sync"
 
 	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/internal/etag"
 	"github.com/kapi-dev/kapi/meta"
 )
 
@@ -34,7 +32,8 @@ type Documents struct {
 	// document with its hash.
 	V3Index []byte
 
-	v3 map[string][]byte // "api/v1", "apis/GROUP/VERSION" -> document
+	v3     map[string][]byte // "api/v1", "apis/GROUP/VERSION" -> document
+	v3ETag map[string]string // the same -> its ETag
 
 	// The ETag and the protobuf form of V2, computed on first use.
 	etagOnce  sync.Once
@@ -45,19 +44,17 @@ type Documents struct {
 }
 
 // V3 returns the OpenAPI v3 document of a group version by its path below
-// /openapi/v3/: "api/v1" for core, "apis/GROUP/VERSION" otherwise.
-func (d *Documents) V3(path string) ([]byte, bool) {
-	doc, ok := d.v3[path]
-	return doc, ok
+// /openapi/v3/ ("api/v1" for core, "apis/GROUP/VERSION" otherwise) and its
+// ETag (its hash in V3Index, quoted).
+func (d *Documents) V3(path string) (doc []byte, etag string, ok bool) {
+	doc, ok = d.v3[path]
+	return doc, d.v3ETag[path], ok
 }
 
 // V2ETag is kube-apiserver's ETag of the v2 document: the quoted,
 // upper-case hex SHA-512 of its JSON. Its protobuf form has the same one.
 func (d *Documents) V2ETag() string {
-	d.etagOnce.Do(func() {
-		sum := sha512.Sum512(d.V2)
-		d.etag = `"` + strings.ToUpper(hex.EncodeToString(sum[:])) + `"`
-	})
+	d.etagOnce.Do(func() { d.etag = etag.Of(d.V2) })
 	return d.etag
 }
 
@@ -73,7 +70,7 @@ var info = map[string]any{"title": "Kubernetes", "version": "v1.36.0-kapi"}
 // Build returns the OpenAPI documents of resources (the registry's
 // Resources).
 func Build(resources []*registry.Resource) *Documents {
-	d := &Documents{v3: map[string][]byte{}}
+	d := &Documents{v3: map[string][]byte{}, v3ETag: map[string]string{}}
 	byGV := map[meta.GroupVersion][]*registry.Resource{}
 	for _, r := range resources {
 		byGV[r.GroupVersion()] = append(byGV[r.GroupVersion()], r)
@@ -85,9 +82,9 @@ func Build(resources []*registry.Resource) *Documents {
 			key = "api/" + gv.Version
 		}
 		doc := buildV3(rs)
-		d.v3[key] = doc
-		sum := sha512.Sum512(doc)
-		index[key] = map[string]any{"serverRelativeURL": "/openapi/v3/" + key + "?hash=" + strings.ToUpper(hex.EncodeToString(sum[:]))}
+		hash := etag.Hash(doc)
+		d.v3[key], d.v3ETag[key] = doc, `"`+hash+`"`
+		index[key] = map[string]any{"serverRelativeURL": "/openapi/v3/" + key + "?hash=" + hash}
 	}
 	d.V3Index, _ = json.Marshal(map[string]any{"paths": index})
 	d.V2 = buildV2(resources)

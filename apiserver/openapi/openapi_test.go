@@ -23,16 +23,20 @@ func TestBuild(t *testing.T) {
 		t.Errorf("v3 index: %s", d.V3Index)
 	}
 	for _, key := range []string{"api/v1", "apis/example.dev/v1"} {
-		doc, ok := d.V3(key)
+		doc, tag, ok := d.V3(key)
 		sum := sha512.Sum512(doc)
-		if want := "/openapi/v3/" + key + "?hash=" + strings.ToUpper(hex.EncodeToString(sum[:])); !ok || index.Paths[key].ServerRelativeURL != want {
+		hash := strings.ToUpper(hex.EncodeToString(sum[:]))
+		if want := "/openapi/v3/" + key + "?hash=" + hash; !ok || index.Paths[key].ServerRelativeURL != want {
 			t.Errorf("%s: %v, index %q, want %q", key, ok, index.Paths[key].ServerRelativeURL, want)
 		}
+		if tag != `"`+hash+`"` {
+			t.Errorf("%s: ETag %s, want the hash %s quoted", key, tag, hash)
+		}
 	}
-	if doc, _ := d.V3("apis/example.dev/v1"); !bytes.Contains(doc, []byte(`"/apis/example.dev/v1/namespaces/{namespace}/widgets/{name}/status"`)) {
+	if doc, _, _ := d.V3("apis/example.dev/v1"); !bytes.Contains(doc, []byte(`"/apis/example.dev/v1/namespaces/{namespace}/widgets/{name}/status"`)) {
 		t.Error("no widgets/status path")
 	}
-	if _, ok := d.V3("apis/nope/v1"); ok {
+	if _, _, ok := d.V3("apis/nope/v1"); ok {
 		t.Error("a document for a group version that is not served")
 	}
 	sum := sha512.Sum512(d.V2)
