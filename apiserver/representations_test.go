@@ -663,3 +663,52 @@ func TestCellValues(t *testing.T) {
 		}
 	}
 }
+
+// Table watches encode their own first frame (with the column definitions)
+// and share the rows after it: a watch that starts after another still gets
+// the definitions first, both see the same rows, and the watch cache holds
+// each row's frame once (for a Table with the whole object, about the
+// object's size again).
+func TestTableWatchesShareRows(t *testing.T) {
+	api, ts := newTestServer(t)
+	rv := collectionRV(t, ts)
+	path := ts.URL + cmPath + "?watch=1&includeObject=Object&resourceVersion=" + rv
+	a := newLineReader(openStream(t, ts, path, acceptTableV1).Body)
+	do(t, ts, "POST", cmPath, `{"metadata":{"name":"c1"}}`)
+	if ev := readJSONEvent(t, a); str(ev, "object", "columnDefinitions") == "" {
+		t.Fatalf("first event of the first watch: %v", ev)
+	}
+	b := newLineReader(openStream(t, ts, path, acceptTableV1).Body)
+	if ev := readJSONEvent(t, b); str(ev, "object", "columnDefinitions") == "" || firstCell(ev) != "c1" {
+		t.Fatalf("first event of the second watch: %v", ev)
+	}
+	st, _ := api.Registry().Store(meta.GroupVersionResource{Version: "v1", Resource: "configmaps"})
+	value := strings.Repeat("v", 8<<10)
+	for _, name := range []string{"c2", "c3"} {
+		before, _ := st.WatchCacheStats()
+		do(t, ts, "POST", cmPath, `{"metadata":{"name":"`+name+`"},"data":{"v":"`+value+`"}}`)
+		ea, eb := readJSONEvent(t, a), readJSONEvent(t, b)
+		if str(ea, "object", "columnDefinitions") != "" || firstCell(ea) != name ||
+			fmt.Sprint(ea) != fmt.Sprint(eb) {
+			t.Fatalf("%s: the watches got %v and %v", name, ea, eb)
+		}
+		// The window holds the new object and, when shared, its row's frame.
+		after, _ := st.WatchCacheStats()
+		if grew := after.WindowBytes - before.WindowBytes; grew < 3*int64(len(value))/2 {
+			t.Fatalf("%s: the window grew by %d bytes with an %d-byte value: no shared frame", name, grew, len(value))
+		}
+	}
+}
+
+// firstCell is the first cell of a Table watch event's row.
+func firstCell(ev map[string]any) any {
+	rows, _ := ev["object"].(map[string]any)["rows"].([]any)
+	if len(rows) == 0 {
+		return nil
+	}
+	cells, _ := rows[0].(map[string]any)["cells"].([]any)
+	if len(cells) == 0 {
+		return nil
+	}
+	return cells[0]
+}

@@ -53,13 +53,22 @@ func BenchmarkWatchFanout(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				runFanout(b, 500, 2000, rate)
+				runFanout(b, 500, 2000, rate, "")
 			}
 		})
 	}
 }
 
-func runFanout(b *testing.B, watchers, updates, rate int) {
+// BenchmarkWatchFanoutTable is BenchmarkWatchFanout's rate=max with Table
+// watches (kubectl get --watch): their rows after the first frame are
+// encoded once per event for all of them.
+func BenchmarkWatchFanoutTable(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		runFanout(b, 500, 2000, 0, acceptTableV1)
+	}
+}
+
+func runFanout(b *testing.B, watchers, updates, rate int, accept string) {
 	_, ts, _ := newWatchServer(b, watch.Settings{}, false)
 	const objects = 20
 	pad := strings.Repeat("p", 256)
@@ -85,6 +94,9 @@ func runFanout(b *testing.B, watchers, updates, rate int) {
 		go func(w int) {
 			defer running.Done()
 			req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+cmPath+"?watch=1&resourceVersion="+startRV, nil)
+			if accept != "" {
+				req.Header.Set("Accept", accept)
+			}
 			resp, err := client.Do(req)
 			started.Done()
 			if err != nil {

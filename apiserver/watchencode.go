@@ -52,7 +52,7 @@ func (s *Server) watchEncoder(r *http.Request, res *registry.Resource) (watch.En
 		if _, err := newTableBuilder(res, c.Version, include, time.Time{}); err != nil {
 			return nil, "", err
 		}
-		return &tableWatchEncoder{res: res, version: c.Version, include: include}, streamType, nil
+		return &tableWatchEncoder{rows: tableRows{res: res, version: c.Version, include: include}}, streamType, nil
 	case c.As == codec.AsPartialObjectMetadata:
 		return metadataWatchEncoder{kind: res.Kind, apiVersion: res.APIVersion(), version: c.Version, protobuf: c.Format == codec.FormatProtobuf}, streamType, nil
 	case c.Format == codec.FormatProtobuf:
@@ -214,19 +214,70 @@ func (e metadataWatchEncoder) AppendError(dst []byte, err error) []byte {
 
 // tableWatchEncoder writes each event's object as a one-row Table, with the
 // column definitions in the first event only, as kube-apiserver (kubectl get
-// --watch). It has per-watch state and is used by one watch.
+// --watch). It has per-watch state and is used by one watch; the change
+// events after its first frame are tableRows', shared by every Table watch
+// of the same type, version and includeObject (watch.RestEncoder).
 type tableWatchEncoder struct {
-	res              *registry.Resource
-	version, include string
-	headersSent      atomic.Bool
+	rows        tableRows
+	headersSent atomic.Bool
 }
 
 func (e *tableWatchEncoder) event(dst []byte, typ string, objJSON []byte, include string) ([]byte, error) {
+	dst, err := e.rows.event(dst, typ, objJSON, include, !e.headersSent.Load())
+	if err == nil {
+		e.headersSent.Store(true)
+	}
+	return dst, err
+}
+
+// PerWatch marks the encoder as per-watch: its frames are not cached and
+// shared (see watch.PerWatchEncoder).
+func (e *tableWatchEncoder) PerWatch() {}
+
+// FirstSent reports whether the column definitions went out.
+func (e *tableWatchEncoder) FirstSent() bool { return e.headersSent.Load() }
+
+// Rest is the encoder of the rows after the column definitions.
+func (e *tableWatchEncoder) Rest() watch.Encoder { return e.rows }
+
+func (e *tableWatchEncoder) AppendEvent(dst []byte, typ watch.EventType, obj *watch.Object, rev int64) ([]byte, error) {
+	js, err := registry.AppendObjectJSON(nil, obj.Value, rev)
+	if err != nil {
+		return dst, err
+	}
+	return e.event(dst, typ.String(), js, e.rows.include)
+}
+
+// AppendBookmark sends the bookmark as a Table too; the one that ends the
+// initial events keeps its metadata (and annotation) whatever includeObject
+// says, as kube-apiserver.
+func (e *tableWatchEncoder) AppendBookmark(dst []byte, rev int64, initialEventsEnd bool) ([]byte, error) {
+	include := e.rows.include
+	if initialEventsEnd {
+		include = includeMetadata
+	}
+	return e.event(dst, "BOOKMARK", bookmarkJSON(e.rows.res.Kind, e.rows.res.APIVersion(), rev, initialEventsEnd), include)
+}
+
+func (e *tableWatchEncoder) AppendError(dst []byte, err error) []byte {
+	return codec.AppendJSONWatchEvent(dst, "ERROR", statusJSON(err))
+}
+
+// tableRows writes each event's object as a one-row Table without column
+// definitions: the frames of a Table watch after its first, which the watch
+// cache encodes once per event for every such watch. Cells that depend on
+// the time (an age) are those of when the event was first encoded.
+type tableRows struct {
+	res              *registry.Resource
+	version, include string
+}
+
+func (e tableRows) event(dst []byte, typ string, objJSON []byte, include string, headers bool) ([]byte, error) {
 	b, err := newTableBuilder(e.res, e.version, include, time.Now())
 	if err != nil {
 		return dst, err
 	}
-	t, err := b.build([][]byte{objJSON}, meta.ListMeta{}, true, !e.headersSent.Load())
+	t, err := b.build([][]byte{objJSON}, meta.ListMeta{}, true, headers)
 	if err != nil {
 		return dst, err
 	}
@@ -234,33 +285,21 @@ func (e *tableWatchEncoder) event(dst []byte, typ string, objJSON []byte, includ
 	if err != nil {
 		return dst, meta.NewInternalError(err)
 	}
-	e.headersSent.Store(true)
 	return codec.AppendJSONWatchEvent(dst, typ, body), nil
 }
 
-// PerWatch marks the encoder as per-watch: its frames are not cached and
-// shared (see watch.PerWatchEncoder).
-func (e *tableWatchEncoder) PerWatch() {}
-
-func (e *tableWatchEncoder) AppendEvent(dst []byte, typ watch.EventType, obj *watch.Object, rev int64) ([]byte, error) {
+func (e tableRows) AppendEvent(dst []byte, typ watch.EventType, obj *watch.Object, rev int64) ([]byte, error) {
 	js, err := registry.AppendObjectJSON(nil, obj.Value, rev)
 	if err != nil {
 		return dst, err
 	}
-	return e.event(dst, typ.String(), js, e.include)
+	return e.event(dst, typ.String(), js, e.include, false)
 }
 
-// AppendBookmark sends the bookmark as a Table too; the one that ends the
-// initial events keeps its metadata (and annotation) whatever includeObject
-// says, as kube-apiserver.
-func (e *tableWatchEncoder) AppendBookmark(dst []byte, rev int64, initialEventsEnd bool) ([]byte, error) {
-	include := e.include
-	if initialEventsEnd {
-		include = includeMetadata
-	}
-	return e.event(dst, "BOOKMARK", bookmarkJSON(e.res.Kind, e.res.APIVersion(), rev, initialEventsEnd), include)
+func (e tableRows) AppendBookmark(dst []byte, rev int64, initialEventsEnd bool) ([]byte, error) {
+	return e.event(dst, "BOOKMARK", bookmarkJSON(e.res.Kind, e.res.APIVersion(), rev, initialEventsEnd), e.include, false)
 }
 
-func (e *tableWatchEncoder) AppendError(dst []byte, err error) []byte {
+func (e tableRows) AppendError(dst []byte, err error) []byte {
 	return codec.AppendJSONWatchEvent(dst, "ERROR", statusJSON(err))
 }

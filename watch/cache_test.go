@@ -743,3 +743,51 @@ func TestInitialEventsFromStoragePagedByBytes(t *testing.T) {
 		}
 	}
 }
+
+// firstEncoder is a RestEncoder: its first frame says "FIRST", later change
+// events are rest's (a testEncoder shared by every watch).
+type firstEncoder struct {
+	rest *testEncoder
+	sent bool
+}
+
+func (e *firstEncoder) PerWatch()       {}
+func (e *firstEncoder) FirstSent() bool { return e.sent }
+func (e *firstEncoder) Rest() Encoder   { return e.rest }
+func (e *firstEncoder) AppendError(dst []byte, err error) []byte {
+	return e.rest.AppendError(dst, err)
+}
+
+func (e *firstEncoder) AppendEvent(dst []byte, typ EventType, obj *Object, rev int64) ([]byte, error) {
+	if !e.sent {
+		e.sent = true
+		return fmt.Appendf(dst, "%s %s %d FIRST\n", typ, obj.Key, rev), nil
+	}
+	return fmt.Appendf(dst, "%s %s %d %s\n", typ, obj.Key, rev, obj.Value), nil
+}
+
+func (e *firstEncoder) AppendBookmark(dst []byte, rev int64, end bool) ([]byte, error) {
+	e.sent = true
+	return e.rest.AppendBookmark(dst, rev, end)
+}
+
+// A RestEncoder's watches encode their first frame each, and share the
+// frames of every change event after it: each event is encoded once for all.
+func TestRestEncoderSharesFramesAfterTheFirst(t *testing.T) {
+	e := newEnv(t, Settings{})
+	e.waitCaughtUp()
+	rest := &testEncoder{}
+	var readers []*reader
+	for range 3 {
+		readers = append(readers, e.watch(Options{Encoder: &firstEncoder{rest: rest}}))
+	}
+	for i := range 5 {
+		e.put(fmt.Sprintf("%sk%d", testPrefix, i), "v")
+	}
+	for _, r := range readers {
+		r.expect(t, "ADDED /t/k0 FIRST", "ADDED /t/k1 v", "ADDED /t/k2 v", "ADDED /t/k3 v", "ADDED /t/k4 v")
+	}
+	if n := rest.events.Load(); n != 4 {
+		t.Fatalf("the shared encoder encoded %d frames for 3 watches of 4 events after the first, want 4", n)
+	}
+}

@@ -244,7 +244,8 @@ func (w *Watcher) fromStorage(dst []byte) (_ []byte, progressed bool, _ error) {
 			ev.detached = true
 			if typ, ok := w.match(ev); ok {
 				var err error
-				if dst, err = ev.appendFrame(dst, w.enc, w.encID, typ, w.perWatch); err != nil {
+				enc, id, perWatch := w.eventEncoder()
+				if dst, err = ev.appendFrame(dst, enc, id, typ, perWatch); err != nil {
 					w.fail = err
 					return dst, true, nil
 				}

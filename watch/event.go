@@ -211,6 +211,22 @@ type PerWatchEncoder interface {
 	PerWatch()
 }
 
+// RestEncoder is a PerWatchEncoder whose per-watch state is only in its
+// first frame (a Table stream's column definitions): once that frame is
+// encoded, the watch's change events are the frames of Rest, which the cache
+// caches per event and shares between watches as any Encoder's. Initial
+// events, bookmarks and errors stay with the PerWatchEncoder.
+type RestEncoder interface {
+	PerWatchEncoder
+	// FirstSent reports whether the first frame has been encoded. It is
+	// called by the watch's consumer, which also encodes.
+	FirstSent() bool
+	// Rest returns the Encoder of the change events after the first frame,
+	// a comparable value (see Encoder). A frame of Rest may be encoded once
+	// and sent to every watch with an equal one.
+	Rest() Encoder
+}
+
 // Event is one change in the cache: a create (Added), an update (Modified)
 // or a delete (Deleted) of one key, with the object before and after.
 type Event struct {

@@ -26,18 +26,29 @@ func (w *Watcher) NextShared(dst []byte, shared []SharedFrame, minShared int) ([
 	return dst, shared, err
 }
 
+// eventEncoder returns the encoder of the watcher's next change event, its
+// id in the cache and whether it is per watch: a RestEncoder's Rest once its
+// first frame is out.
+func (w *Watcher) eventEncoder() (Encoder, uint32, bool) {
+	if w.first != nil && w.first.FirstSent() {
+		return w.rest, w.restID, false
+	}
+	return w.enc, w.encID, w.perWatch
+}
+
 // appendFrame appends the frame of ev as typ, or records it in w.shared
 // when NextShared asked for frames of its size by reference.
 func (w *Watcher) appendFrame(dst []byte, ev *Event, typ EventType) ([]byte, error) {
-	if w.shareMin <= 0 || w.perWatch {
-		return ev.appendFrame(dst, w.enc, w.encID, typ, w.perWatch)
+	enc, id, perWatch := w.eventEncoder()
+	if w.shareMin <= 0 || perWatch {
+		return ev.appendFrame(dst, enc, id, typ, perWatch)
 	}
-	b, ok, err := ev.frame(w.enc, w.encID, typ)
+	b, ok, err := ev.frame(enc, id, typ)
 	switch {
 	case err != nil:
 		return dst, err
 	case !ok:
-		return ev.appendFrame(dst, w.enc, w.encID, typ, false)
+		return ev.appendFrame(dst, enc, id, typ, false)
 	case len(b) >= w.shareMin:
 		w.shared = append(w.shared, SharedFrame{At: len(dst), Frame: b})
 		return dst, nil

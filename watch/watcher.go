@@ -68,8 +68,11 @@ type Watcher struct {
 	cancel    context.CancelFunc
 	stopOnce  sync.Once
 	enc       Encoder
-	encID     uint32 // the cache's id of enc (0: none)
-	perWatch  bool   // enc is a PerWatchEncoder: its frames are not cached
+	encID     uint32      // the cache's id of enc (0: none)
+	perWatch  bool        // enc is a PerWatchEncoder: its frames are not cached
+	first     RestEncoder // enc, when it is one: change events after its first frame are rest's
+	rest      Encoder
+	restID    uint32
 	prefix    []byte
 	filter    func(any) bool
 	bookmarks bool
@@ -144,6 +147,9 @@ func (c *Cache) Watch(ctx context.Context, opts Options) (*Watcher, error) {
 		// fields passes this check; what they hold must be comparable.)
 		return nil, fmt.Errorf("watch: Options.Encoder of type %T is not comparable: use a pointer, or implement PerWatchEncoder", opts.Encoder)
 	}
+	if re, ok := opts.Encoder.(RestEncoder); ok && !reflect.TypeOf(re.Rest()).Comparable() {
+		return nil, fmt.Errorf("watch: the Rest encoder of type %T is not comparable", re.Rest())
+	}
 	prefix := opts.Prefix
 	if prefix == nil {
 		prefix = c.cfg.Prefix
@@ -168,6 +174,10 @@ func (c *Cache) newWatcher(ctx context.Context, opts Options, prefix []byte) *Wa
 		bookmarks: opts.Bookmarks, notify: make(chan struct{}, 1), id: rand.Uint64()}
 	if !perWatch {
 		w.encID = c.encoderID(opts.Encoder)
+	}
+	if re, ok := opts.Encoder.(RestEncoder); ok {
+		w.first, w.rest = re, re.Rest()
+		w.restID = c.encoderID(w.rest)
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		w.deadline = dl

@@ -49,7 +49,9 @@ func (s *Store) Watch(ctx context.Context, ns string, opts WatchOptions) (*watch
 	}
 	gr := s.res.GroupResource()
 	var enc watch.Encoder = statusEncoder{Encoder: opts.Encoder, gr: gr}
-	if _, ok := opts.Encoder.(watch.PerWatchEncoder); ok {
+	if re, ok := opts.Encoder.(watch.RestEncoder); ok {
+		enc = restStatusEncoder{perWatchStatusEncoder{statusEncoder{Encoder: opts.Encoder, gr: gr}}, re}
+	} else if _, ok := opts.Encoder.(watch.PerWatchEncoder); ok {
 		enc = perWatchStatusEncoder{statusEncoder{Encoder: opts.Encoder, gr: gr}}
 	}
 	var rv int64
@@ -140,6 +142,19 @@ func (e statusEncoder) AppendError(dst []byte, err error) []byte {
 type perWatchStatusEncoder struct{ statusEncoder }
 
 func (perWatchStatusEncoder) PerWatch() {}
+
+// restStatusEncoder is a statusEncoder around a watch.RestEncoder, whose
+// Rest is wrapped too.
+type restStatusEncoder struct {
+	perWatchStatusEncoder
+	re watch.RestEncoder
+}
+
+func (e restStatusEncoder) FirstSent() bool { return e.re.FirstSent() }
+
+func (e restStatusEncoder) Rest() watch.Encoder {
+	return statusEncoder{Encoder: e.re.Rest(), gr: e.gr}
+}
 
 // watchError turns an error of the watch cache into a Status error.
 func watchError(err error, gr meta.GroupResource) *meta.StatusError {
