@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 )
@@ -24,6 +25,10 @@ type healthCheck struct {
 	check func(ctx context.Context) error
 }
 
+// storageCheckTimeout bounds the storage check, as kube-apiserver's etcd
+// check (--etcd-healthcheck-timeout): a store that hangs fails it.
+const storageCheckTimeout = 2 * time.Second
+
 // errShuttingDown fails the readiness check once EndWatches has run, so
 // that load balancers stop sending new requests while the rest drain.
 var errShuttingDown = errors.New("the server is shutting down")
@@ -33,6 +38,8 @@ func (s *Server) healthChecks(endpoint string) []healthCheck {
 	checks := []healthCheck{
 		{name: "ping"},
 		{name: "storage", check: func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, storageCheckTimeout)
+			defer cancel()
 			_, err := s.cfg.Storage.CurrentRevision(ctx)
 			return err
 		}},
@@ -48,11 +55,20 @@ func (s *Server) healthChecks(endpoint string) []healthCheck {
 	return checks
 }
 
-func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
-	endpoint, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+// healthHandler serves endpoint (healthz, livez or readyz) and its checks
+// by name (the route's wildcard), whatever the method, as kube-apiserver.
+func (s *Server) healthHandler(endpoint string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { s.serveHealth(w, r, endpoint) }
+}
+
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request, endpoint string) {
 	checks := s.healthChecks(endpoint)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if strings.HasSuffix(r.URL.Path, "/") {
+		http.Error(w, "404 page not found", http.StatusNotFound)
+		return
+	}
 	if name := chi.URLParam(r, "*"); name != "" {
 		for _, c := range checks {
 			if c.name == name {

@@ -1,8 +1,11 @@
 package apiserver
 
 import (
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/go-chi/chi/v5"
 )
 
 // The health endpoints answer as kube-apiserver's: named checks, verbose
@@ -25,7 +28,10 @@ func TestHealthEndpoints(t *testing.T) {
 			t.Errorf("GET %s: %d %q, want 200 %q", c.path, r.code, r.body, c.body)
 		}
 	}
-	for _, p := range []string{"/livez/nope", "/livez/shutdown", "/healthz/x/y"} {
+	if r := do(t, ts, "POST", "/healthz", ""); r.code != 200 || string(r.body) != "ok" {
+		t.Errorf("POST /healthz: %d %q, want 200 ok, as kube-apiserver", r.code, r.body)
+	}
+	for _, p := range []string{"/livez/nope", "/livez/shutdown", "/healthz/x/y", "/healthz/", "/readyz/"} {
 		if r := do(t, ts, "GET", p, ""); r.code != 404 {
 			t.Errorf("GET %s: %d %s, want 404", p, r.code, r.body)
 		}
@@ -67,5 +73,26 @@ func TestHealthStorageFailed(t *testing.T) {
 	}
 	if r := do(t, ts, "GET", "/livez/storage", ""); r.code != 500 || string(r.body) != "internal server error: reason withheld\n" {
 		t.Errorf("GET /livez/storage with the store closed: %d %q", r.code, r.body)
+	}
+}
+
+// Mounted under a prefix with chi, the endpoints still know which they are:
+// /kube/readyz runs readyz's checks and fails once the server shuts down.
+func TestHealthMountedWithChi(t *testing.T) {
+	api, _ := newTestServer(t)
+	router := chi.NewRouter()
+	router.Mount("/kube", api)
+	ts := httptest.NewServer(router)
+	t.Cleanup(ts.Close)
+	want := "[+]ping ok\n[+]storage ok\n[+]shutdown ok\nreadyz check passed\n"
+	if r := do(t, ts, "GET", "/kube/readyz?verbose", ""); string(r.body) != want {
+		t.Errorf("GET /kube/readyz?verbose: %d %q, want %q", r.code, r.body, want)
+	}
+	api.EndWatches()
+	if r := do(t, ts, "GET", "/kube/readyz", ""); r.code != 500 {
+		t.Errorf("GET /kube/readyz after EndWatches: %d %q, want 500", r.code, r.body)
+	}
+	if r := do(t, ts, "GET", "/kube/livez/ping", ""); r.code != 200 {
+		t.Errorf("GET /kube/livez/ping: %d %q", r.code, r.body)
 	}
 }

@@ -531,9 +531,9 @@ func (s *Server) routes() (chi.Router, http.Handler) {
 	// These also answer HEAD, as kube-apiserver's do (a load balancer's
 	// health check may use it); /version, /api and the resources do not.
 	getHead := func(p string, h http.HandlerFunc) { r.Get(p, h); r.Head(p, h) }
-	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
-		getHead(p, s.serveHealth)
-		getHead(p+"/*", s.serveHealth)
+	for _, e := range []string{"healthz", "livez", "readyz"} {
+		r.HandleFunc("/"+e, s.healthHandler(e))
+		r.HandleFunc("/"+e+"/*", s.healthHandler(e))
 	}
 	getHead("/apis", s.serveAPIGroups)
 	getHead("/openapi/v2", s.serveOpenAPIV2)

@@ -134,6 +134,7 @@ func (c *Cache) list() error {
 	if c.state != nil {
 		// Brought back while this list ran: the list replaces it.
 		c.budget.shrink(c.share, c.stateBytes.Load()+c.encBytes.Load())
+		c.clearStateLocked()
 	}
 	if state != nil && !c.budget.keeps(c.share) {
 		// The budget took the share back for another state after the last

@@ -12,32 +12,25 @@ import (
 const maxBoundedBatch = 1000
 
 // listBounded serves a page with ListOptions.MaxBytes from key from on.
-// etcd pages by count only, so the page is read in batches, all at the
-// first batch's revision: the first sized from the mean size the last such
-// list saw (one key the first time), the next from the values read so far.
-// A page of large values is thus neither read whole to be cut nor read
-// again by the next page; when it ends with a batch, a keys-only read finds
-// the next key.
+// etcd pages by count only, so the page is read in batches at the first
+// batch's revision: one key, then as many as the mean size read so far says
+// fit, so that a page of large values is neither read whole to be cut nor
+// read again by the next page. A batch asks for one key more, whose key is
+// where the next batch or page starts, when that key's value is small
+// against the page (or the batch ends at the page's Limit); otherwise a
+// keys-only read of one key finds it when the page ends there.
 func (s *Store) listBounded(ctx context.Context, from []byte, opts storage.ListOptions) (storage.ListResult, error) {
 	res := storage.ListResult{Revision: opts.Revision}
 	var size int64
-	batch := int64(1)
-	if mean := s.valueSize.Load(); mean > 0 {
-		batch = min(maxBoundedBatch, opts.MaxBytes/mean+1)
-	}
 	full := func() bool {
 		return opts.Limit > 0 && int64(len(res.Items)) == opts.Limit || size >= opts.MaxBytes
 	}
-	defer func() {
-		if len(res.Items) > 0 {
-			s.valueSize.Store(max(1, size/int64(len(res.Items))))
-		}
-	}()
+	batch, ahead := int64(1), int64(0)
 	for {
-		if opts.Limit > 0 {
-			batch = min(batch, opts.Limit-int64(len(res.Items)))
+		if opts.Limit > 0 && batch >= opts.Limit-int64(len(res.Items)) {
+			batch, ahead = opts.Limit-int64(len(res.Items)), 1
 		}
-		resp, err := s.rangeAt(ctx, from, opts.Prefix, res.Revision, batch, opts.KeysOnly)
+		resp, err := s.rangeAt(ctx, from, opts.Prefix, res.Revision, batch+ahead, opts.KeysOnly)
 		if err != nil {
 			return storage.ListResult{}, err
 		}
@@ -52,25 +45,36 @@ func (s *Store) listBounded(ctx context.Context, from []byte, opts storage.ListO
 				res.Remaining = resp.Count - int64(i)
 				return res, nil
 			}
+			if int64(i) == batch { // the key asked for ahead
+				from = s.strip(kv.Key)
+				break
+			}
 			res.Items = append(res.Items, s.kv(kv, opts.KeysOnly))
 			size += int64(len(kv.Key) - len(s.prefix) + len(kv.Value))
 		}
-		if !resp.More {
-			return res, nil
+		if !resp.More && int64(len(resp.Kvs)) <= batch {
+			return res, nil // the range ends in this batch
 		}
-		last := res.Items[len(res.Items)-1].Key
-		from = append(last[:len(last):len(last)], 0) // the first key after it
-		if full() {
-			next, err := s.rangeAt(ctx, from, opts.Prefix, res.Revision, 1, true)
-			if err != nil {
-				return storage.ListResult{}, err
+		if ahead == 0 {
+			last := res.Items[len(res.Items)-1].Key
+			from = append(last[:len(last):len(last)], 0) // the first key after it
+			if full() {
+				next, err := s.rangeAt(ctx, from, opts.Prefix, res.Revision, 1, true)
+				if err != nil {
+					return storage.ListResult{}, err
+				}
+				if len(next.Kvs) > 0 {
+					res.More, res.NextKey, res.Remaining = true, s.strip(next.Kvs[0].Key), next.Count
+				}
+				return res, nil
 			}
-			if len(next.Kvs) > 0 {
-				res.More, res.NextKey, res.Remaining = true, s.strip(next.Kvs[0].Key), next.Count
-			}
-			return res, nil
 		}
-		batch = min(maxBoundedBatch, (opts.MaxBytes-size)/(size/int64(len(res.Items)))+1)
+		mean := size / int64(len(res.Items))
+		batch = min(maxBoundedBatch, (opts.MaxBytes-size)/mean+1)
+		ahead = 0
+		if mean < opts.MaxBytes/8 {
+			ahead = 1
+		}
 	}
 }
 

@@ -83,10 +83,6 @@ type Store struct {
 	// revision (1 until a compaction is seen).
 	compacted atomic.Int64
 
-	// valueSize is the mean size of the keys and values of the last list
-	// bounded in bytes: how the next one sizes its first batch (listBounded).
-	valueSize atomic.Int64
-
 	// pokes are the open watches' progress-request signals (RequestProgress).
 	pokesMu sync.Mutex
 	pokes   map[chan struct{}]struct{}
