@@ -270,3 +270,24 @@ func TestDiscoveryETags(t *testing.T) {
 		t.Errorf("GET /apis with the ETag from before a change: %d, want 200", r.code)
 	}
 }
+
+// An OpenAPI v3 document asked for with a hash from an older index moves to
+// the current one (301, relative to the request), as kube-apiserver.
+func TestOpenAPIV3StaleHash(t *testing.T) {
+	_, ts := newTestServer(t)
+	paths := do(t, ts, "GET", "/openapi/v3", "").object(t)["paths"].(map[string]any)
+	current := paths["apis/example.dev/v1"].(map[string]any)["serverRelativeURL"].(string)
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Get(ts.URL + "/openapi/v3/apis/example.dev/v1?hash=ABC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := resp.Request.URL.Parse(resp.Header.Get("Location"))
+	if resp.StatusCode != 301 || loc == nil || loc.RequestURI() != current {
+		t.Fatalf("stale hash: %d, Location %q (%v), want 301 to %s", resp.StatusCode, resp.Header.Get("Location"), loc, current)
+	}
+	if r := do(t, ts, "GET", current, ""); r.code != 200 || r.header.Get("Cache-Control") != "public, immutable" {
+		t.Fatalf("current hash: %d %q", r.code, r.header.Get("Cache-Control"))
+	}
+}

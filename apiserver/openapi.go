@@ -27,13 +27,25 @@ func (s *Server) serveOpenAPIV3Index(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) serveOpenAPIV3(w http.ResponseWriter, r *http.Request) {
-	doc, tag, ok := s.openAPIDocuments().V3(strings.TrimSuffix(chi.URLParam(r, "*"), "/"))
+	path := strings.TrimSuffix(chi.URLParam(r, "*"), "/")
+	doc, tag, ok := s.openAPIDocuments().V3(path)
 	if !ok {
 		s.writeError(w, r, meta.NewNotFoundPath())
 		return
 	}
 	h := w.Header()
-	if r.URL.Query().Get("hash") != "" {
+	if hash := r.URL.Query().Get("hash"); hash != "" {
+		if current := strings.Trim(tag, `"`); hash != current {
+			// A hash from an older index: to the current document, as
+			// kube-apiserver, rather than serve it as immutable under the
+			// old one. The location is relative to the request's (its last
+			// segment), so that it holds under any prefix kapi is mounted at.
+			h.Set("Cache-Control", "no-cache, private")
+			h.Set("Etag", tag)
+			h.Set("Location", path[strings.LastIndexByte(path, '/')+1:]+"?hash="+current)
+			w.WriteHeader(http.StatusMovedPermanently)
+			return
+		}
 		h.Set("Cache-Control", "public, immutable")
 	}
 	h.Add("Vary", "Accept")
