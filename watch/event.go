@@ -46,7 +46,7 @@ type Object struct {
 
 	attrs  atomic.Pointer[attrsResult]
 	enc    atomic.Pointer[encodingResult]
-	frames atomic.Pointer[[]frame] // initial-event frames (Cache.initialFrame)
+	frames atomic.Pointer[[]frame] // initial-event frames (Cache.keepInitialFrame)
 }
 
 type encodingResult struct {

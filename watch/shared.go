@@ -15,9 +15,9 @@ type SharedFrame struct {
 // they go out in one write; large ones are written from the one copy the
 // cache holds, so a client that stops reading pins no copy of its own. The
 // initial events of large objects of the state are shared too, from the
-// frame the object keeps (Cache.initialFrame). Frames the cache does not
+// frame the object keeps (Cache.keepInitialFrame). Frames the cache does not
 // keep (events replayed from storage, a PerWatchEncoder's, initial events
-// past the budget) are copied, or shared from a copy of the watcher's own.
+// past the budget) are copied.
 func (w *Watcher) NextShared(dst []byte, shared []SharedFrame, minShared int) ([]byte, []SharedFrame, error) {
 	w.shareMin, w.shared = minShared, shared
 	dst, err := w.Next(dst)
