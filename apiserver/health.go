@@ -56,7 +56,7 @@ func (s *Server) healthChecks(endpoint string) []healthCheck {
 }
 
 // healthHandler serves endpoint (healthz, livez or readyz) and its checks
-// by name (the route's wildcard), whatever the method, as kube-apiserver.
+// by name (the route's wildcard).
 func (s *Server) healthHandler(endpoint string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) { s.serveHealth(w, r, endpoint) }
 }

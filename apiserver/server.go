@@ -532,8 +532,8 @@ func (s *Server) routes() (chi.Router, http.Handler) {
 	// health check may use it); /version, /api and the resources do not.
 	getHead := func(p string, h http.HandlerFunc) { r.Get(p, h); r.Head(p, h) }
 	for _, e := range []string{"healthz", "livez", "readyz"} {
-		r.HandleFunc("/"+e, s.healthHandler(e))
-		r.HandleFunc("/"+e+"/*", s.healthHandler(e))
+		getHead("/"+e, s.healthHandler(e))
+		getHead("/"+e+"/*", s.healthHandler(e))
 	}
 	getHead("/apis", s.serveAPIGroups)
 	getHead("/openapi/v2", s.serveOpenAPIV2)
