@@ -791,3 +791,98 @@ func TestRestEncoderSharesFramesAfterTheFirst(t *testing.T) {
 		t.Fatalf("the shared encoder encoded %d frames for 3 watches of 4 events after the first, want 4", n)
 	}
 }
+
+// frameBudget is an Options.Reserve of a fixed number of bytes.
+type frameBudget struct {
+	mu      sync.Mutex
+	free    int64
+	changed chan struct{}
+	calls   int
+}
+
+func (b *frameBudget) reserve(ctx context.Context, n int64) (func(), error) {
+	for {
+		b.mu.Lock()
+		if n <= b.free {
+			b.free -= n
+			b.calls++
+			b.mu.Unlock()
+			return func() {
+				b.mu.Lock()
+				b.free += n
+				close(b.changed)
+				b.changed = make(chan struct{})
+				b.mu.Unlock()
+			}, nil
+		}
+		ch := b.changed
+		b.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (b *frameBudget) available() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.free
+}
+
+// Frames a watch encodes for itself are reserved before they are encoded
+// and released once the next batch is asked for (or the watch stops); a
+// watch without room waits for it.
+func TestReserveOwnFrames(t *testing.T) {
+	e := newEnv(t, Settings{})
+	big := strings.Repeat("v", 100<<10)
+	for i := range 3 {
+		e.put(fmt.Sprintf("%sk%d", testPrefix, i), big)
+	}
+	e.waitCaughtUp()
+	const room = 150 << 10 // one frame of 100 KiB at a time
+	budget := &frameBudget{free: room, changed: make(chan struct{})}
+	start := func() *Watcher {
+		w, err := e.cache.Watch(context.Background(), Options{Initial: true, Encoder: &perWatchEncoder{}, Reserve: budget.reserve})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Stop)
+		return w
+	}
+	w1 := start()
+	if b, err := w1.Next(nil); err != nil || !strings.HasPrefix(string(b), "ADDED /t/k0") {
+		t.Fatalf("first batch %.20q, %v", b, err)
+	}
+	if free := budget.available(); free >= room {
+		t.Fatalf("%d bytes free while a 100 KiB frame is out", free)
+	}
+	w2 := start()
+	got := make(chan string, 1)
+	go func() {
+		b, _ := w2.Next(nil)
+		got <- string(b[:min(len(b), 11)])
+	}()
+	select {
+	case b := <-got:
+		t.Fatalf("the second watch encoded %q with no room", b)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if b, err := w1.Next(nil); err != nil || !strings.HasPrefix(string(b), "ADDED /t/k1") {
+		t.Fatalf("second batch %.20q, %v", b, err)
+	}
+	w1.Stop() // gives its frame back: the second watch goes on
+	select {
+	case b := <-got:
+		if b != "ADDED /t/k0" {
+			t.Fatalf("the second watch's first batch %q", b)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second watch still waits after the first stopped")
+	}
+	w2.Stop()
+	if free := budget.available(); free != room {
+		t.Fatalf("%d of %d bytes free after both watches stopped", free, room)
+	}
+}
