@@ -48,7 +48,7 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, st *registr
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(n)*time.Second)
 		defer cancel()
 	}
-	release, err := s.admitWatch(r, &opts)
+	release, err := s.admitWatch(r, opts)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

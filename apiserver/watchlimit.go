@@ -144,21 +144,11 @@ func (l *watchLimits) register(reg prometheus.Registerer) error {
 
 // admitWatch takes the slots of a watch request for its user, exempt when
 // flow control exempts the request.
-func (s *Server) admitWatch(r *http.Request, opts *registry.WatchOptions) (release func(), _ error) {
+func (s *Server) admitWatch(r *http.Request, opts registry.WatchOptions) (release func(), _ error) {
 	st := stateOf(r)
 	user := ""
 	if st.user != nil {
 		user = st.user.Name
 	}
-	exempt := s.flow.classify(st.user, r).Exempt
-	releaseSlots, err := s.watches.acquire(user, watchSlots(r, *opts), exempt)
-	if err != nil || exempt {
-		return releaseSlots, err
-	}
-	reserve, leave := s.watchBytes.join(user)
-	if reserve == nil {
-		return releaseSlots, nil
-	}
-	opts.Reserve = reserve
-	return func() { leave(); releaseSlots() }, nil
+	return s.watches.acquire(user, watchSlots(r, opts), s.flow.classify(st.user, r).Exempt)
 }

@@ -37,7 +37,7 @@ func (w *Watcher) appendInitial(dst []byte) []byte {
 		var err error
 		if w.shareMin > 0 && !w.perWatch && len(o.Value) >= w.shareMin {
 			dst, shared, err = w.appendInitialShared(dst, o, shared)
-		} else if err = w.reserveFor(o); err == nil {
+		} else {
 			dst, err = w.enc.AppendEvent(dst, Added, o, o.Revision)
 		}
 		if err != nil {
@@ -73,16 +73,12 @@ func (w *Watcher) appendInitialShared(dst []byte, o *Object, shared int) ([]byte
 		w.shared = append(w.shared, SharedFrame{At: len(dst), Frame: b})
 		return dst, shared + len(b), nil
 	}
-	if err := w.reserveFor(o); err != nil {
-		return dst, shared, err
-	}
 	n := len(dst)
 	dst, err := w.enc.AppendEvent(dst, Added, o, o.Revision)
 	if err != nil || len(dst)-n < w.shareMin {
 		return dst, shared, err
 	}
 	if b, ok := w.c.keepInitialFrame(o, w.enc, w.encID, dst[n:]); ok {
-		w.unreserveLast() // shared: the batch holds no copy of it
 		w.shared = append(w.shared, SharedFrame{At: n, Frame: b})
 		return dst[:n], shared + len(b), nil
 	}
@@ -248,7 +244,8 @@ func (w *Watcher) fromStorage(dst []byte) (_ []byte, progressed bool, _ error) {
 			ev.detached = true
 			if typ, ok := w.match(ev); ok {
 				var err error
-				if dst, err = w.appendFrame(dst, ev, typ); err != nil {
+				enc, id, perWatch := w.eventEncoder()
+				if dst, err = ev.appendFrame(dst, enc, id, typ, perWatch); err != nil {
 					w.fail = err
 					return dst, true, nil
 				}

@@ -40,22 +40,18 @@ func (w *Watcher) eventEncoder() (Encoder, uint32, bool) {
 // when NextShared asked for frames of its size by reference.
 func (w *Watcher) appendFrame(dst []byte, ev *Event, typ EventType) ([]byte, error) {
 	enc, id, perWatch := w.eventEncoder()
-	if !perWatch {
-		b, ok, err := ev.frame(enc, id, typ)
-		switch {
-		case err != nil:
-			return dst, err
-		case ok && w.shareMin > 0 && len(b) >= w.shareMin:
-			w.shared = append(w.shared, SharedFrame{At: len(dst), Frame: b})
-			return dst, nil
-		case ok:
-			return append(dst, b...), nil
-		}
+	if w.shareMin <= 0 || perWatch {
+		return ev.appendFrame(dst, enc, id, typ, perWatch)
 	}
-	// Encoded for this watch alone: a per-watch encoder's frame, or an
-	// event the cache does not keep (read from storage history).
-	if err := w.reserveFor(ev.frameObject(typ)); err != nil {
+	b, ok, err := ev.frame(enc, id, typ)
+	switch {
+	case err != nil:
 		return dst, err
+	case !ok:
+		return ev.appendFrame(dst, enc, id, typ, false)
+	case len(b) >= w.shareMin:
+		w.shared = append(w.shared, SharedFrame{At: len(dst), Frame: b})
+		return dst, nil
 	}
-	return ev.appendFrame(dst, enc, id, typ, true)
+	return append(dst, b...), nil
 }

@@ -50,20 +50,7 @@ type Options struct {
 	// Bookmarks sends a Bookmark every Settings.BookmarkInterval when idle,
 	// and one 2s before the watch's deadline.
 	Bookmarks bool
-
-	// Reserve, when set, is asked for the memory of each frame of an object
-	// of at least ReserveMinBytes that the watch encodes for itself alone
-	// (one the cache does not share: a PerWatchEncoder's, or an event read
-	// from storage history), before it is encoded; it may wait, until ctx
-	// ends. The watch calls the release it returns once the frame has been
-	// written: at the next call of Next, or when the watch stops. It bounds
-	// what a client's stalled watches hold together.
-	Reserve func(ctx context.Context, n int64) (release func(), err error)
 }
-
-// ReserveMinBytes is the smallest object whose frames Options.Reserve is
-// asked for.
-const ReserveMinBytes = 64 << 10
 
 // Watcher is one watch. Next gives its frames; Stop ends it. Next must be
 // called from one goroutine at a time; Stop may be called from any.
@@ -76,20 +63,16 @@ const ReserveMinBytes = 64 << 10
 // queue and catches up from the window again; one that falls behind the
 // window ends with ErrTooSlow.
 type Watcher struct {
-	c        *Cache // nil for an error watcher
-	ctx      context.Context
-	cancel   context.CancelFunc
-	stopOnce sync.Once
-	enc      Encoder
-	encID    uint32      // the cache's id of enc (0: none)
-	perWatch bool        // enc is a PerWatchEncoder: its frames are not cached
-	first    RestEncoder // enc, when it is one: change events after its first frame are rest's
-	rest     Encoder
-	restID   uint32
-	reserve  func(ctx context.Context, n int64) (func(), error) // Options.Reserve
-
-	heldMu    sync.Mutex
-	held      []func() // releases of the reservations of the last batch
+	c         *Cache // nil for an error watcher
+	ctx       context.Context
+	cancel    context.CancelFunc
+	stopOnce  sync.Once
+	enc       Encoder
+	encID     uint32      // the cache's id of enc (0: none)
+	perWatch  bool        // enc is a PerWatchEncoder: its frames are not cached
+	first     RestEncoder // enc, when it is one: change events after its first frame are rest's
+	rest      Encoder
+	restID    uint32
 	prefix    []byte
 	filter    func(any) bool
 	bookmarks bool
@@ -188,7 +171,7 @@ func (c *Cache) Watch(ctx context.Context, opts Options) (*Watcher, error) {
 func (c *Cache) newWatcher(ctx context.Context, opts Options, prefix []byte) *Watcher {
 	_, perWatch := opts.Encoder.(PerWatchEncoder)
 	w := &Watcher{c: c, enc: opts.Encoder, perWatch: perWatch, prefix: prefix, filter: opts.Filter,
-		bookmarks: opts.Bookmarks, notify: make(chan struct{}, 1), id: rand.Uint64(), reserve: opts.Reserve}
+		bookmarks: opts.Bookmarks, notify: make(chan struct{}, 1), id: rand.Uint64()}
 	if !perWatch {
 		w.encID = c.encoderID(opts.Encoder)
 	}
@@ -241,7 +224,6 @@ func (c *Cache) encoderID(enc Encoder) uint32 {
 func (w *Watcher) Stop() {
 	w.stopOnce.Do(func() {
 		w.cancel()
-		w.releaseHeld()
 		if w.timer != nil {
 			w.timer.Stop()
 		}
@@ -292,14 +274,9 @@ func (w *Watcher) signal() {
 // old resourceVersion, a value that does not encode) is sent as a frame and
 // then ends the watch.
 func (w *Watcher) Next(dst []byte) ([]byte, error) {
-	w.releaseHeld() // the last batch has been written
 	for {
 		if w.err != nil {
 			return dst, w.err
-		}
-		if w.fail != nil && w.ctx.Err() != nil {
-			w.finish(ErrEnded) // ending anyway: no error to send (a reservation may have failed for it)
-			continue
 		}
 		if w.fail != nil {
 			dst = w.enc.AppendError(dst, w.fail)
@@ -378,45 +355,4 @@ func (w *Watcher) wait() error {
 		w.pending = &ev
 	}
 	return nil
-}
-
-// reserveFor reserves, through Options.Reserve, the memory of a frame of o
-// the watch encodes for itself alone.
-func (w *Watcher) reserveFor(o *Object) error {
-	if w.reserve == nil || o == nil || len(o.Value) < ReserveMinBytes {
-		return nil
-	}
-	release, err := w.reserve(w.ctx, int64(len(o.Value)+frameOverhead))
-	if err != nil {
-		return err
-	}
-	w.heldMu.Lock()
-	w.held = append(w.held, release)
-	w.heldMu.Unlock()
-	return nil
-}
-
-// unreserveLast releases the last reservation: its frame turned out to be
-// shared after all.
-func (w *Watcher) unreserveLast() {
-	w.heldMu.Lock()
-	var release func()
-	if n := len(w.held); n > 0 {
-		release, w.held = w.held[n-1], w.held[:n-1]
-	}
-	w.heldMu.Unlock()
-	if release != nil {
-		release()
-	}
-}
-
-// releaseHeld releases the reservations of the frames handed out.
-func (w *Watcher) releaseHeld() {
-	w.heldMu.Lock()
-	held := w.held
-	w.held = nil
-	w.heldMu.Unlock()
-	for _, release := range held {
-		release()
-	}
 }

@@ -34,9 +34,6 @@ type WatchOptions struct {
 	// It must be comparable, or a watch.PerWatchEncoder; see watch.Encoder.
 	// Its AppendError receives a *meta.StatusError.
 	Encoder watch.Encoder
-	// Reserve, when set, is asked for the memory of the frames the watch
-	// encodes for itself (watch.Options.Reserve).
-	Reserve func(ctx context.Context, n int64) (release func(), err error)
 }
 
 // Watch starts a watch on the objects in ns ("" = all), served by the type's
@@ -73,7 +70,6 @@ func (s *Store) Watch(ctx context.Context, ns string, opts WatchOptions) (*watch
 		Filter:    selectorFilter(opts.Labels, opts.Fields),
 		Encoder:   enc,
 		Bookmarks: opts.AllowBookmarks,
-		Reserve:   opts.Reserve,
 	}
 	initial := opts.ResourceVersion == "" || opts.ResourceVersion == "0"
 	if opts.SendInitialEvents != nil {
