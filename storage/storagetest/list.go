@@ -121,50 +121,65 @@ func testListPaging(t *testing.T, s *suite) {
 		limit int64
 		count bool
 	}{{1, true}, {7, true}, {24, true}, {25, true}, {1, false}, {7, false}, {24, false}} {
-		limit := c.limit
-		var got []storage.KeyValue
-		opts := storage.ListOptions{Prefix: []byte("list/"), Limit: limit, Count: c.count}
-		var rev int64
-		for page := 1; ; page++ {
-			res := list(t, st, opts)
-			if page == 1 {
-				rev = res.Revision
-			} else if res.Revision != rev {
-				t.Fatalf("limit %d page %d: revision %d, want the first page's %d", limit, page, res.Revision, rev)
+		opts := storage.ListOptions{Prefix: []byte("list/"), Limit: c.limit, Count: c.count}
+		s.walkPages(t, st, fmt.Sprintf("limit %d", c.limit), opts, full.Items, func(page string, res storage.ListResult) {
+			if int64(len(res.Items)) > c.limit {
+				t.Fatalf("%s: %d items", page, len(res.Items))
 			}
-			if int64(len(res.Items)) > limit {
-				t.Fatalf("limit %d page %d: %d items", limit, page, len(res.Items))
-			}
-			got = append(got, res.Items...)
-			left := int64(n - len(got))
-			if res.More != (left > 0) {
-				t.Fatalf("limit %d page %d: More = %v with %d left", limit, page, res.More, left)
-			}
-			switch {
-			case c.count:
-				s.checkRemaining(t, fmt.Sprintf("limit %d page %d", limit, page), res.Remaining, left)
-			case res.More && res.Remaining != -1 && res.Remaining != left:
-				t.Errorf("limit %d page %d without Count: Remaining = %d, want -1 or %d", limit, page, res.Remaining, left)
-			case !res.More && res.Remaining != 0:
-				t.Errorf("limit %d last page without Count: Remaining = %d, want 0", limit, res.Remaining)
-			}
-			if !res.More {
-				if res.NextKey != nil {
-					t.Errorf("limit %d last page: NextKey %q", limit, res.NextKey)
-				}
-				break
-			}
-			if want := full.Items[len(got)].Key; !bytes.Equal(res.NextKey, want) {
-				t.Fatalf("limit %d page %d: NextKey %q, want %q", limit, page, res.NextKey, want)
-			}
-			opts.StartKey, opts.Revision = res.NextKey, res.Revision
+		})
+	}
+}
+
+// walkPages lists opts page after page until the last and checks what
+// every paged list promises: each page at the first page's revision, More
+// and Remaining right for what is left, NextKey the next item's key (none
+// after the last), and the pages together the items of full. check sees
+// each page as well.
+func (s *suite) walkPages(t *testing.T, st storage.Store, name string, opts storage.ListOptions, full []storage.KeyValue, check func(page string, res storage.ListResult)) {
+	t.Helper()
+	var got []storage.KeyValue
+	var rev int64
+	for n := 1; ; n++ {
+		page := fmt.Sprintf("%s page %d", name, n)
+		if n > len(full)+1 {
+			t.Fatalf("%s: more pages than items", page)
 		}
-		if len(got) != n {
-			t.Fatalf("limit %d: %d items in all pages, want %d", limit, len(got), n)
+		res := list(t, st, opts)
+		if n == 1 {
+			rev = res.Revision
+		} else if res.Revision != rev {
+			t.Fatalf("%s: revision %d, want the first page's %d", page, res.Revision, rev)
 		}
-		for i := range got {
-			checkKV(t, fmt.Sprintf("limit %d item %d", limit, i), got[i], full.Items[i])
+		check(page, res)
+		got = append(got, res.Items...)
+		left := int64(len(full) - len(got))
+		if res.More != (left > 0) {
+			t.Fatalf("%s: More = %v with %d left", page, res.More, left)
 		}
+		switch {
+		case opts.Count:
+			s.checkRemaining(t, page, res.Remaining, left)
+		case res.More && res.Remaining != -1 && res.Remaining != left:
+			t.Errorf("%s without Count: Remaining = %d, want -1 or %d", page, res.Remaining, left)
+		case !res.More && res.Remaining != 0:
+			t.Errorf("%s, the last, without Count: Remaining = %d, want 0", page, res.Remaining)
+		}
+		if !res.More {
+			if res.NextKey != nil {
+				t.Errorf("%s, the last: NextKey %q", page, res.NextKey)
+			}
+			break
+		}
+		if want := full[len(got)].Key; !bytes.Equal(res.NextKey, want) {
+			t.Fatalf("%s: NextKey %q, want %q", page, res.NextKey, want)
+		}
+		opts.StartKey, opts.Revision = res.NextKey, res.Revision
+	}
+	if len(got) != len(full) {
+		t.Fatalf("%s: %d items in all pages, want %d", name, len(got), len(full))
+	}
+	for i := range got {
+		checkKV(t, fmt.Sprintf("%s item %d", name, i), got[i], full[i])
 	}
 }
 
@@ -186,52 +201,26 @@ func testListMaxBytes(t *testing.T, s *suite) {
 	if len(full.Items) != n {
 		t.Fatalf("full list: %d items, want %d", len(full.Items), n)
 	}
-	itemSize := func(kv storage.KeyValue) int64 { return int64(len(kv.Key) + len(kv.Value)) }
 	for _, c := range []struct {
 		maxBytes, limit int64
 		count           bool
 	}{{1, 0, true}, {50, 0, true}, {100, 3, true}, {500, 0, false}, {1500, 4, true}, {1 << 20, 0, true}} {
-		name := fmt.Sprintf("max %d limit %d", c.maxBytes, c.limit)
 		opts := storage.ListOptions{Prefix: []byte("list/"), MaxBytes: c.maxBytes, Limit: c.limit, Count: c.count}
-		var got []storage.KeyValue
-		for page := 1; page <= n+1; page++ {
-			res := list(t, st, opts)
+		s.walkPages(t, st, fmt.Sprintf("max %d limit %d", c.maxBytes, c.limit), opts, full.Items, func(page string, res storage.ListResult) {
 			if len(res.Items) == 0 {
-				t.Fatalf("%s page %d: no items", name, page)
+				t.Fatalf("%s: no items", page)
 			}
 			var size int64
 			for i, kv := range res.Items {
-				size += itemSize(kv)
-				if i < len(res.Items)-1 && size >= c.maxBytes {
-					t.Fatalf("%s page %d: item %d reaches the bound, yet %d more follow", name, page, i, len(res.Items)-1-i)
+				if size += int64(len(kv.Key) + len(kv.Value)); i < len(res.Items)-1 && size >= c.maxBytes {
+					t.Fatalf("%s: item %d reaches the bound, yet %d more follow", page, i, len(res.Items)-1-i)
 				}
 			}
-			got = append(got, res.Items...)
-			left := int64(n - len(got))
-			if res.More != (left > 0) {
-				t.Fatalf("%s page %d: More = %v with %d left", name, page, res.More, left)
-			}
-			if !res.More {
-				break
-			}
 			// A page ends at the limit or at the bound, nowhere else.
-			if int64(len(res.Items)) != c.limit && size < c.maxBytes && !s.cfg.storedForm {
-				t.Fatalf("%s page %d: %d items of %d bytes ended early", name, page, len(res.Items), size)
+			if res.More && int64(len(res.Items)) != c.limit && size < c.maxBytes && !s.cfg.storedForm {
+				t.Fatalf("%s: %d items of %d bytes ended early", page, len(res.Items), size)
 			}
-			if c.count {
-				s.checkRemaining(t, fmt.Sprintf("%s page %d", name, page), res.Remaining, left)
-			}
-			if want := full.Items[len(got)].Key; !bytes.Equal(res.NextKey, want) {
-				t.Fatalf("%s page %d: NextKey %q, want %q", name, page, res.NextKey, want)
-			}
-			opts.StartKey, opts.Revision = res.NextKey, res.Revision
-		}
-		if len(got) != n {
-			t.Fatalf("%s: %d items in all pages, want %d", name, len(got), n)
-		}
-		for i := range got {
-			checkKV(t, fmt.Sprintf("%s item %d", name, i), got[i], full.Items[i])
-		}
+		})
 	}
 }
 
