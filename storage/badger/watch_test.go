@@ -103,45 +103,43 @@ func TestSlowWatcherDoesNotBlockWriters(t *testing.T) {
 func TestSlowWatcherFallsBehindOnBytes(t *testing.T) {
 	h := &recordHandler{}
 	s := open(t, testOptions(t, "").WithWatchBufferBytes(256<<10).WithLogger(slog.New(h)))
-	ch, err := s.Watch(t.Context(), storage.WatchOptions{Prefix: []byte("big/")})
+	ch := watchBigUnread(t, s, storage.WatchOptions{Prefix: []byte("big/")}, h)
+	readEvents(t, ch, "big/", bigEvents)
+}
+
+// bigEvents events of 16 KiB, 4.7 MiB in all, pass a 256 KiB bound.
+const bigEvents = 300
+
+// watchBigUnread starts a watch with opts, writes bigEvents values of 16
+// KiB under big/ without reading it, and checks that it fell behind.
+func watchBigUnread(t *testing.T, s *Store, opts storage.WatchOptions, h *recordHandler) <-chan storage.Event {
+	t.Helper()
+	ch, err := s.Watch(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 300
 	value := bytes.Repeat([]byte("v"), 16<<10)
-	for i := range n {
+	for i := range bigEvents {
 		if _, err := s.Create(t.Context(), fmt.Appendf(nil, "big/%06d", i), value); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if fellBehind(h) == 0 {
-		t.Fatal("300 events of 16 KiB unread did not pass a 256 KiB buffer")
+		t.Fatalf("%d events of 16 KiB unread did not pass a 256 KiB bound", bigEvents)
 	}
-	readEvents(t, ch, "big/", n)
+	return ch
 }
 
 // A watch with its own buffer bound (WatchOptions.BufferBytes) falls behind
-// at that bound, not the store's, holds a small channel, and still delivers
-// every event once, in order, from the change log.
+// at that bound, not the store's, keeps what its channel holds within it,
+// and still delivers every event once, in order, from the change log.
 func TestWatchBufferBytesBound(t *testing.T) {
 	h := &recordHandler{}
 	s := open(t, testOptions(t, "").WithLogger(slog.New(h))) // 64 MiB by default
-	ch, err := s.Watch(t.Context(), storage.WatchOptions{Prefix: []byte("big/"), BufferBytes: 256 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const n = 300
-	value := bytes.Repeat([]byte("v"), 16<<10)
-	for i := range n {
-		if _, err := s.Create(t.Context(), fmt.Appendf(nil, "big/%06d", i), value); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if fellBehind(h) == 0 {
-		t.Fatal("300 events of 16 KiB unread did not pass the watch's 256 KiB bound")
-	}
+	ch := watchBigUnread(t, s, storage.WatchOptions{Prefix: []byte("big/"), BufferBytes: 256 << 10}, h)
 	// What the channel holds stays within the bound too.
-	time.Sleep(50 * time.Millisecond) // the watcher fills what it may
+	waitFor(t, "the watcher to send", 10*time.Second, func() bool { return len(ch) > 0 })
+	time.Sleep(50 * time.Millisecond) // and fill what it may
 	held, k := 0, len(ch)
 	for range k {
 		ev := <-ch
@@ -150,10 +148,11 @@ func TestWatchBufferBytesBound(t *testing.T) {
 	if held == 0 || held > 256<<10 {
 		t.Fatalf("the channel held %d bytes of events: want some, within 256 KiB", held)
 	}
-	readEvents(t, ch, "big/", n-k)
-	// Its catch-up reads the change log in chunks of the same bound.
+	readEvents(t, ch, "big/", bigEvents-k)
+	// readLog, which its catch-up calls with that bound, ends a chunk at the
+	// event that reaches it.
 	cur, _ := s.CurrentRevision(t.Context())
-	events, end, err := s.readLog([]byte("big/"), cur-n+1, cur, 256<<10)
+	events, end, err := s.readLog([]byte("big/"), cur-bigEvents+1, cur, 256<<10)
 	if err != nil {
 		t.Fatal(err)
 	}
