@@ -123,6 +123,14 @@ type Config struct {
 	// 10,000, or half the process's open-file limit when that is lower;
 	// negative: no bound.
 	MaxWatches int
+	// MaxWatchBytesPerUser bounds the memory of the large frames one user's
+	// watches encode each for itself alone (a Table watch's first frame,
+	// events replayed from storage history, initial events the watch cache
+	// does not keep) and have not written yet: a client that stops reading
+	// holds its batch until the write times out. A watch without room
+	// waits for it. Users of an exempt priority level are not bounded.
+	// Default 64 MiB; negative: no bound.
+	MaxWatchBytesPerUser int64
 	// RequestTimeout bounds requests that are not long-running: reading
 	// the body, handling and writing the response (504 beyond, or the
 	// connection is closed when the response was under way). Default 60s,
@@ -226,6 +234,7 @@ type Server struct {
 	authorizer auth.Authorizer
 	flow       *flowControl
 	watches    *watchLimits
+	watchBytes *watchBytes
 	pbCache    *codec.ProtobufCache // nil: none
 
 	// bufferLists sends every list through the buffered path (tests and
@@ -298,7 +307,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, reg: reg, controllers: ctrl, authorizer: cfg.Authorizer, metrics: m, flow: flow, watches: watches}
+	s := &Server{cfg: cfg, log: cfg.Logger, reg: reg, controllers: ctrl, authorizer: cfg.Authorizer, metrics: m, flow: flow, watches: watches,
+		watchBytes: newWatchBytes(cfg.MaxWatchBytesPerUser)}
 	s.watchesCtx, s.endWatches = context.WithCancel(context.Background())
 	s.protobufListBuffer = 4 << 20
 	s.writeTimeout.Store(int64(watchWriteTimeout))
@@ -371,6 +381,9 @@ func (cfg *Config) setDefaults() {
 	}
 	if cfg.MaxWatchesPerUser == 0 {
 		cfg.MaxWatchesPerUser = defaultMaxWatchesPerUser
+	}
+	if cfg.MaxWatchBytesPerUser == 0 {
+		cfg.MaxWatchBytesPerUser = defaultMaxWatchBytesPerUser
 	}
 	if cfg.MaxWatches == 0 {
 		cfg.MaxWatches = defaultMaxWatches

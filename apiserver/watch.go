@@ -48,7 +48,7 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, st *registr
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(n)*time.Second)
 		defer cancel()
 	}
-	release, err := s.admitWatch(r, opts)
+	release, err := s.admitWatch(r, &opts)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -195,7 +195,7 @@ func (s *Server) streamWatch(r *http.Request, wt *watch.Watcher, room int, write
 		var err error
 		buf, shared, err = wt.NextShared(buf[:room], shared[:0], sharedFrameBytes)
 		if len(buf) > room || len(shared) > 0 {
-			if cap(buf) > 256<<10 && len(buf) <= maxBatchCopy {
+			if cap(buf) > maxKeptBuffer && len(buf) <= maxBatchCopy {
 				// A large frame was encoded here and then shared: write from
 				// a small buffer, not from the large one.
 				buf = append(make([]byte, 0, 8<<10), buf...)
@@ -213,8 +213,10 @@ func (s *Server) streamWatch(r *http.Request, wt *watch.Watcher, room int, write
 			}
 			return nil
 		}
-		if cap(buf) > 256<<10 {
-			buf = make([]byte, room, 8<<10) // give back the memory of a huge frame
+		if cap(buf) > maxKeptBuffer {
+			// Give back the memory of a large frame: its room
+			// (watch.Room) is given back by the next NextShared.
+			buf = make([]byte, room, 8<<10)
 		}
 	}
 }
@@ -223,6 +225,10 @@ func (s *Server) streamWatch(r *http.Request, wt *watch.Watcher, room int, write
 // batches stop growing past 64 KiB, and their frames are below
 // sharedFrameBytes.
 const maxBatchCopy = 64<<10 + sharedFrameBytes + chunkHeaderRoom
+
+// maxKeptBuffer bounds the buffer a watch keeps between batches: room for
+// a batch of small frames (maxBatchCopy), grown by append.
+const maxKeptBuffer = 128 << 10
 
 // writePieces writes b[from:] with the shared frames inserted at their
 // offsets, in as few writes as they allow.

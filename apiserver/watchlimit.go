@@ -142,13 +142,25 @@ func (l *watchLimits) register(reg prometheus.Registerer) error {
 	return nil
 }
 
-// admitWatch takes the slots of a watch request for its user, exempt when
-// flow control exempts the request.
-func (s *Server) admitWatch(r *http.Request, opts registry.WatchOptions) (release func(), _ error) {
+// admitWatch takes the slots of a watch request for its user, and gives
+// the watch its user's room for frames (opts.Room); exempt when flow
+// control exempts the request. release is called once the watch is
+// stopped.
+func (s *Server) admitWatch(r *http.Request, opts *registry.WatchOptions) (release func(), _ error) {
 	st := stateOf(r)
 	user := ""
 	if st.user != nil {
 		user = st.user.Name
 	}
-	return s.watches.acquire(user, watchSlots(r, opts), s.flow.classify(st.user, r).Exempt)
+	exempt := s.flow.classify(st.user, r).Exempt
+	releaseSlots, err := s.watches.acquire(user, watchSlots(r, *opts), exempt)
+	if err != nil || exempt {
+		return releaseSlots, err
+	}
+	room, leave := s.watchBytes.join(user)
+	if room == nil {
+		return releaseSlots, nil
+	}
+	opts.Room = room
+	return func() { leave(); releaseSlots() }, nil
 }

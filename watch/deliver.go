@@ -29,17 +29,26 @@ func (w *Watcher) appendInitial(dst []byte) []byte {
 			continue
 		}
 		o := w.initial[0]
-		w.initial[0] = nil
-		w.initial = w.initial[1:]
 		if w.filter != nil && !w.passes(o) {
+			w.popInitial()
 			continue
 		}
 		var err error
 		if w.shareMin > 0 && !w.perWatch && len(o.Value) >= w.shareMin {
-			dst, shared, err = w.appendInitialShared(dst, o, shared)
+			var ok bool
+			if dst, shared, ok, err = w.appendInitialShared(dst, o, shared); !ok {
+				return dst // the batch ends before o (makeRoom)
+			}
 		} else {
+			ok, taken := w.makeRoom(o, dst)
+			if !ok {
+				return dst
+			}
+			m := len(dst)
 			dst, err = w.enc.AppendEvent(dst, Added, o, o.Revision)
+			w.keepRoom(taken, len(dst)-m)
 		}
+		w.popInitial()
 		if err != nil {
 			w.fail = err
 			return dst
@@ -63,26 +72,41 @@ func (w *Watcher) appendInitial(dst []byte) []byte {
 	return dst
 }
 
+// popInitial drops the first initial object: it has been handled.
+func (w *Watcher) popInitial() {
+	w.initial[0] = nil
+	w.initial = w.initial[1:]
+}
+
 // appendInitialShared appends the initial event of o, a large object, for
 // NextShared: from the frame o keeps, recorded in w.shared and not copied,
 // or encoded into dst, and then, when the frame is large, kept by o for the
 // next watches (Cache.keepInitialFrame) and shared from there. shared counts
-// the bytes of the frames recorded.
-func (w *Watcher) appendInitialShared(dst []byte, o *Object, shared int) ([]byte, int, error) {
+// the bytes of the frames recorded. ok is false when the batch must end
+// before o (makeRoom).
+func (w *Watcher) appendInitialShared(dst []byte, o *Object, shared int) (_ []byte, _ int, ok bool, _ error) {
 	if b, ok := o.keptFrame(w.enc, w.encID); ok {
 		w.shared = append(w.shared, SharedFrame{At: len(dst), Frame: b})
-		return dst, shared + len(b), nil
+		return dst, shared + len(b), true, nil
+	}
+	ok, taken := w.makeRoom(o, dst)
+	if !ok {
+		return dst, shared, false, nil
 	}
 	n := len(dst)
 	dst, err := w.enc.AppendEvent(dst, Added, o, o.Revision)
+	w.keepRoom(taken, len(dst)-n)
 	if err != nil || len(dst)-n < w.shareMin {
-		return dst, shared, err
+		return dst, shared, true, err
 	}
 	if b, ok := w.c.keepInitialFrame(o, w.enc, w.encID, dst[n:]); ok {
+		if taken {
+			w.releaseHeld(false) // shared: the batch holds no copy of it
+		}
 		w.shared = append(w.shared, SharedFrame{At: n, Frame: b})
-		return dst[:n], shared + len(b), nil
+		return dst[:n], shared + len(b), true, nil
 	}
-	return dst, shared, nil
+	return dst, shared, true, nil
 }
 
 // fromCache appends the frames of the events the cache has for w: the queue
@@ -156,9 +180,14 @@ func (w *Watcher) replayWindow(dst []byte) (_ []byte, progressed bool, _ error) 
 			continue
 		}
 		if typ, ok := w.match(ev); ok {
+			var sent bool
 			var err error
-			if dst, err = w.appendFrame(dst, ev, typ); err != nil {
+			if dst, sent, err = w.appendFrame(dst, ev, typ); err != nil {
 				w.fail = err
+				break
+			}
+			if !sent { // the next batch starts at ev
+				w.pos = ev.Revision - 1
 				break
 			}
 		}
@@ -174,13 +203,17 @@ func (w *Watcher) sendTaken(dst []byte) []byte {
 	n0, i := len(dst), 0
 	for ; i < len(w.taken) && len(dst)-n0 < maxBatchBytes; i++ {
 		d := w.taken[i]
-		w.taken[i] = delivery{}
+		var sent bool
 		var err error
-		if dst, err = w.appendFrame(dst, d.ev, d.typ); err != nil {
+		if dst, sent, err = w.appendFrame(dst, d.ev, d.typ); err != nil {
 			w.fail = err
 			w.taken = nil
 			return dst
 		}
+		if !sent { // the next batch starts at d
+			break
+		}
+		w.taken[i] = delivery{}
 		w.pos = max(w.pos, d.ev.Revision)
 	}
 	if i < len(w.taken) {
@@ -236,20 +269,25 @@ func (w *Watcher) fromStorage(dst []byte) (_ []byte, progressed bool, _ error) {
 			if sev.Revision <= w.pos {
 				continue
 			}
-			w.pos = sev.Revision
 			if sev.Revision <= w.from {
+				w.pos = sev.Revision
 				continue
 			}
 			ev := newEvent(&sev, nil, time.Time{}, c.cfg.PrevValue)
 			ev.detached = true
 			if typ, ok := w.match(ev); ok {
+				var sent bool
 				var err error
-				enc, id, perWatch := w.eventEncoder()
-				if dst, err = ev.appendFrame(dst, enc, id, typ, perWatch); err != nil {
+				if dst, sent, err = w.appendFrame(dst, ev, typ); err != nil {
 					w.fail = err
 					return dst, true, nil
 				}
+				if !sent { // the next batch starts at sev
+					w.pending = &sev
+					return dst, true, nil
+				}
 			}
+			w.pos = sev.Revision
 		case storage.EventError:
 			err := sev.Err
 			switch {

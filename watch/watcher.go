@@ -50,6 +50,10 @@ type Options struct {
 	// Bookmarks sends a Bookmark every Settings.BookmarkInterval when idle,
 	// and one 2s before the watch's deadline.
 	Bookmarks bool
+
+	// Room, when set, is asked for the memory of the large frames the
+	// watch encodes for itself alone (see Room). Default: no bound.
+	Room Room
 }
 
 // Watcher is one watch. Next gives its frames; Stop ends it. Next must be
@@ -73,6 +77,7 @@ type Watcher struct {
 	first     RestEncoder // enc, when it is one: change events after its first frame are rest's
 	rest      Encoder
 	restID    uint32
+	room      Room
 	prefix    []byte
 	filter    func(any) bool
 	bookmarks bool
@@ -97,6 +102,8 @@ type Watcher struct {
 	takenPos     int64         // the position once taken is sent
 	shareMin     int           // during NextShared: the size of frames sent by reference
 	shared       []SharedFrame // during NextShared: the frames sent by reference
+	batchFrom    int           // during Next: len(dst) when it was called
+	sharedFrom   int           // during Next: len(shared) when it was called
 
 	// The bookmark timer: armed for nextBookmark, it marks a bookmark as
 	// possibly due and wakes the consumer, so that a wait is one channel
@@ -105,6 +112,12 @@ type Watcher struct {
 	// and set bookmarkDue early, which only costs a clock read.
 	timer       *time.Timer
 	bookmarkDue atomic.Bool
+
+	// The room reserved for the last batch (Options.Room), and whether the
+	// watch is stopped (a reservation granted since is given back at once).
+	heldMu  sync.Mutex
+	held    func()
+	stopped bool
 
 	// Guarded by mu (taken under c.mu when both are needed).
 	mu     sync.Mutex
@@ -164,14 +177,14 @@ func (c *Cache) Watch(ctx context.Context, opts Options) (*Watcher, error) {
 		w.Stop()
 		return nil, err
 	}
-	context.AfterFunc(w.ctx, w.Stop)
+	context.AfterFunc(w.ctx, w.end)
 	return w, nil
 }
 
 func (c *Cache) newWatcher(ctx context.Context, opts Options, prefix []byte) *Watcher {
 	_, perWatch := opts.Encoder.(PerWatchEncoder)
 	w := &Watcher{c: c, enc: opts.Encoder, perWatch: perWatch, prefix: prefix, filter: opts.Filter,
-		bookmarks: opts.Bookmarks, notify: make(chan struct{}, 1), id: rand.Uint64()}
+		bookmarks: opts.Bookmarks, room: opts.Room, notify: make(chan struct{}, 1), id: rand.Uint64()}
 	if !perWatch {
 		w.encID = c.encoderID(opts.Encoder)
 	}
@@ -220,8 +233,17 @@ func (c *Cache) encoderID(enc Encoder) uint32 {
 	return id
 }
 
-// Stop ends the watch and releases it. It may be called more than once.
+// Stop ends the watch and releases it, with the room its last batch held
+// (Options.Room): call it once that batch is written. It may be called
+// more than once.
 func (w *Watcher) Stop() {
+	w.end()
+	w.releaseHeld(true)
+}
+
+// end ends the watch. The room of the batch last returned stays held: the
+// caller may still be writing it (Next or Stop gives it back).
+func (w *Watcher) end() {
 	w.stopOnce.Do(func() {
 		w.cancel()
 		if w.timer != nil {
@@ -272,8 +294,11 @@ func (w *Watcher) signal() {
 // from then on, an error: ErrEnded (its context ended or Stop was called),
 // ErrTooSlow, ErrStopped, ErrResync or a storage error. An Error event (too
 // old resourceVersion, a value that does not encode) is sent as a frame and
-// then ends the watch.
+// then ends the watch. Calling Next again says the last batch has been
+// written: its room (Options.Room) is given back.
 func (w *Watcher) Next(dst []byte) ([]byte, error) {
+	w.releaseHeld(false) // the last batch has been written
+	w.batchFrom, w.sharedFrom = len(dst), len(w.shared)
 	for {
 		if w.err != nil {
 			return dst, w.err
@@ -334,7 +359,7 @@ func (w *Watcher) finish(err error) {
 		w.feedCancel()
 		w.feed, w.feedCancel, w.pending = nil, nil, nil
 	}
-	w.Stop()
+	w.end()
 }
 
 // wait blocks until something may have changed for the watcher. Everything

@@ -34,6 +34,9 @@ type WatchOptions struct {
 	// It must be comparable, or a watch.PerWatchEncoder; see watch.Encoder.
 	// Its AppendError receives a *meta.StatusError.
 	Encoder watch.Encoder
+	// Room, when set, bounds the memory of the large frames the watch
+	// encodes for itself alone (watch.Options.Room).
+	Room watch.Room
 }
 
 // Watch starts a watch on the objects in ns ("" = all), served by the type's
@@ -70,6 +73,7 @@ func (s *Store) Watch(ctx context.Context, ns string, opts WatchOptions) (*watch
 		Filter:    selectorFilter(opts.Labels, opts.Fields),
 		Encoder:   enc,
 		Bookmarks: opts.AllowBookmarks,
+		Room:      opts.Room,
 	}
 	initial := opts.ResourceVersion == "" || opts.ResourceVersion == "0"
 	if opts.SendInitialEvents != nil {

@@ -61,7 +61,7 @@ func main() {
 // options are the command line's.
 type options struct {
 	dataDir, listen, policy, logLevel, auditLog, pprofListen, memLimit string
-	watchCacheMemory                                                   string
+	watchCacheMemory, maxWatchBytesPerUser                             string
 	maxWatchesPerUser, maxWatches                                      int
 	encryptionKeyFile                                                  string
 	inMemory, insecure                                                 bool
@@ -90,6 +90,7 @@ func parseFlags() options {
 	flag.StringVar(&o.storage.mapped, "storage-mapped-memory", fmt.Sprintf("%dMiB", badger.DefaultMaxMappedResident>>20), "bound on the resident memory of Badger's memory-mapped tables (Linux): over it, the pages of the oldest tables are handed back to the kernel and read again from the page cache or disk when needed; off keeps every page resident until the kernel reclaims it")
 	flag.StringVar(&o.memLimit, "memory-limit", "auto", "Go's soft memory limit: auto (the live heap plus a quarter of it, at least 32 MiB more, at least 160 MiB in all, re-evaluated after every garbage collection), off (GOGC alone), or a fixed size such as 512MiB; a GOMEMLIMIT environment variable wins")
 	flag.StringVar(&o.watchCacheMemory, "watch-cache-memory", "256MiB", "memory budget of the watch caches' copies of objects, all types together (a size such as 256MiB; 0 keeps none): the types read least recently are dropped from memory first and then read from storage (docs/watch.md)")
+	flag.StringVar(&o.maxWatchBytesPerUser, "max-watch-bytes-per-user", "64MiB", "memory of the large frames one user's watches encode each for itself and have not written (a size such as 64MiB, or off): past it the user's watches wait (docs/security.md)")
 	flag.IntVar(&o.maxWatchesPerUser, "max-watches-per-user", 0, "watches one user outside system:masters may have open at once; past it a watch is refused with 429 (0: the library's default, 1000; -1: no bound; docs/security.md)")
 	flag.IntVar(&o.maxWatches, "max-watches", 0, "watches all users together may have open at once (0: the library's default, 10000 or half the open-file limit; -1: no bound)")
 	flag.DurationVar(&o.eventTTL, "event-ttl", time.Hour, "how long an event lives after its last write, as kube-apiserver's --event-ttl")
@@ -159,6 +160,9 @@ func run() error {
 	}
 	if cfg.Watch.StateBytes == 0 {
 		cfg.Watch.StateBytes = -1 // none
+	}
+	if cfg.MaxWatchBytesPerUser, err = parseBound(o.maxWatchBytesPerUser); err != nil {
+		return fmt.Errorf("--max-watch-bytes-per-user: %w", err)
 	}
 	if cfg.Encryption, err = loadEncryptionKeys(o.encryptionKeyFile, logger); err != nil {
 		return err

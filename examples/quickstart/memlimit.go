@@ -45,6 +45,18 @@ func parseMemoryLimit(s string) (memoryLimit, error) {
 	return memoryLimit{fixed: n}, nil
 }
 
+// parseBound parses a size bound: a size, or "off" (-1, no bound).
+func parseBound(s string) (int64, error) {
+	if strings.EqualFold(strings.TrimSpace(s), "off") {
+		return -1, nil
+	}
+	n, err := parseSize(s)
+	if err == nil && n == 0 {
+		return 0, fmt.Errorf("%q: use off for no bound", s)
+	}
+	return n, err
+}
+
 // parseSize parses a size in bytes with an optional B, KiB, MiB or GiB
 // suffix.
 func parseSize(s string) (int64, error) {

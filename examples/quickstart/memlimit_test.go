@@ -37,6 +37,19 @@ func TestParseMemoryLimit(t *testing.T) {
 	}
 }
 
+func TestParseBound(t *testing.T) {
+	for in, want := range map[string]int64{"off": -1, "OFF": -1, "64MiB": 64 << 20, "1024": 1024} {
+		if got, err := parseBound(in); err != nil || got != want {
+			t.Errorf("parseBound(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "0", "none", "-1"} {
+		if got, err := parseBound(bad); err == nil {
+			t.Errorf("parseBound(%q) = %d, want an error", bad, got)
+		}
+	}
+}
+
 func TestAutoLimit(t *testing.T) {
 	const mib = 1 << 20
 	for _, tc := range []struct {
