@@ -40,8 +40,6 @@ func (s *Store) Watch(ctx context.Context, opts storage.WatchOptions) (<-chan st
 		return nil, fmt.Errorf("%w: negative revision %d", storage.ErrInvalid, opts.FromRevision)
 	}
 	if opts.BufferBytes < 0 {
-		// etcd's client buffers a watch's responses itself: the bound is
-		// not applied, only checked.
 		return nil, fmt.Errorf("%w: negative buffer bound %d", storage.ErrInvalid, opts.BufferBytes)
 	}
 	done, err := s.begin()
@@ -69,7 +67,7 @@ func (s *Store) Watch(ctx context.Context, opts storage.WatchOptions) (<-chan st
 		}
 	}
 	w := &watcher{s: s, ctx: ctx, prefix: opts.Prefix, interval: opts.ProgressInterval, last: from,
-		out: make(chan storage.Event, watchBuffer), poke: make(chan struct{}, 1)}
+		maxBytes: opts.BufferBytes, out: make(chan storage.Event, watchBuffer), poke: make(chan struct{}, 1)}
 	if w.interval > 0 {
 		s.pokesMu.Lock()
 		if s.pokes == nil {
@@ -107,6 +105,12 @@ type watcher struct {
 	last     int64 // every change up to this revision was delivered
 	out      chan storage.Event
 	poke     chan struct{} // RequestProgress: ask for progress now
+
+	// A bounded watch (maxBytes > 0) knows the sizes of the events it sent,
+	// by their number, so that it can tell what the channel holds (fits).
+	maxBytes int64
+	sizes    [watchBuffer]int64
+	sent     uint64
 }
 
 // errRetry says the etcd watch ended in a way worth resuming from.
@@ -134,6 +138,11 @@ func (w *watcher) run() {
 		if w.s.ctx.Err() != nil {
 			w.fail(storage.ErrClosed)
 			return
+		}
+		if errors.Is(err, errPaused) {
+			w.waitRoom(ctx) // an end of ctx is reported on the next turn
+			backoff = 50 * time.Millisecond
+			continue
 		}
 		if !errors.Is(err, errRetry) {
 			w.fail(err)
@@ -287,6 +296,9 @@ func (ew *etcdWatch) handle(resp *clientv3.WatchResponse) (bool, error) {
 	}
 	if resp.IsProgressNotify() {
 		ew.retry = nil
+		if !w.fits(0) {
+			return false, errPaused
+		}
 		if rev := resp.Header.Revision; rev >= w.last {
 			w.last = rev
 			if !w.send(ew.ctx, storage.Event{Type: storage.EventProgress, Revision: rev}) {
@@ -300,11 +312,15 @@ func (ew *etcdWatch) handle(resp *clientv3.WatchResponse) (bool, error) {
 		if ev.Kv.ModRevision <= w.last {
 			continue // already delivered before a resume
 		}
+		size := eventSize(ev)
+		if !w.fits(size) {
+			return false, errPaused
+		}
 		e, err := w.convert(ew.ctx, ev)
 		if err != nil {
 			return false, err
 		}
-		if !w.send(ew.ctx, e) {
+		if !w.sendSized(ew.ctx, e, size) {
 			return false, nil
 		}
 		w.last = e.Revision
@@ -314,8 +330,15 @@ func (ew *etcdWatch) handle(resp *clientv3.WatchResponse) (bool, error) {
 }
 
 func (w *watcher) send(ctx context.Context, e storage.Event) bool {
+	return w.sendSized(ctx, e, 0)
+}
+
+// sendSized sends e, which holds size bytes (fits).
+func (w *watcher) sendSized(ctx context.Context, e storage.Event, size int64) bool {
 	select {
 	case w.out <- e:
+		w.sizes[w.sent%watchBuffer] = size
+		w.sent++
 		return true
 	case <-ctx.Done():
 		return false
