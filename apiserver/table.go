@@ -151,7 +151,11 @@ func (b *tableBuilder) columns() []tableColumn {
 		if desc == "" && c.Value == nil {
 			desc = "Custom resource definition column (in JSONPath format): " + c.JSONPath
 		}
-		out = append(out, tableColumn{Name: c.Name, Type: c.Type, Format: c.Format, Description: desc, Priority: c.Priority})
+		typ := c.Type
+		if c.DefinitionType != "" {
+			typ = c.DefinitionType
+		}
+		out = append(out, tableColumn{Name: c.Name, Type: typ, Format: c.Format, Description: desc, Priority: c.Priority})
 	}
 	return out
 }

@@ -213,7 +213,7 @@ func ConfigMaps() Resource {
 "immutable":{"type":"boolean","description":"Immutable, if set to true, ensures that data stored in the ConfigMap cannot be updated."}}}`),
 		Protobuf: configMapMessage,
 		PrinterColumns: []Column{
-			{Name: "Data", Type: "integer", Description: "The number of keys in data and binaryData.", Value: func(obj Object) any {
+			{Name: "Data", Type: "integer", DefinitionType: "string", Description: "The number of keys in data and binaryData.", Value: func(obj Object) any {
 				d, _ := obj["data"].(map[string]any)
 				b, _ := obj["binaryData"].(map[string]any)
 				return len(d) + len(b)
@@ -263,8 +263,15 @@ func (st Strategy) prepareEveryWrite(fn func(Object)) Strategy {
 	return st
 }
 
-var ageColumn = Column{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp",
-	Description: "CreationTimestamp is a timestamp representing the server time when this object was created."}
+// ageColumn is the Age column of kube-apiserver's built-in printers:
+// declared a string, "<unknown>" for an object without a creation time (a
+// bookmark's).
+var ageColumn = Column{Name: "Age", Type: "date", DefinitionType: "string",
+	Description: "CreationTimestamp is a timestamp representing the server time when this object was created.",
+	Value: func(obj Object) any {
+		t, _, _ := meta.NestedString(obj, "metadata", "creationTimestamp")
+		return orZeroTime(t)
+	}}
 
 // isConfigMapKey matches [-._a-zA-Z0-9]+ (a hand-written check: it runs
 // for every key of every configmap written).

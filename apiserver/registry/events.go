@@ -187,7 +187,8 @@ func (f eventFields) renames() [][2]string {
 		{"last", f.last}, {"count", f.count}, {"reportingController", f.reportingController}}
 }
 
-// eventColumns are kube-apiserver's Table columns of events (both views).
+// eventColumns are kube-apiserver's Table columns of events (both views),
+// declared strings as its printers declare them.
 func eventColumns(f eventFields) []Column {
 	str := func(obj Object, path ...string) string { s, _, _ := meta.NestedString(obj, path...); return s }
 	first := func(obj Object) string {
@@ -197,7 +198,7 @@ func eventColumns(f eventFields) []Column {
 		return str(obj, "eventTime")
 	}
 	return []Column{
-		{Name: "Last Seen", Type: "date", Description: "The time at which the most recent occurrence of this event was recorded.", Value: func(obj Object) any {
+		{Name: "Last Seen", Type: "date", DefinitionType: "string", Description: "The time at which the most recent occurrence of this event was recorded.", Value: func(obj Object) any {
 			if _, ok := obj["series"].(map[string]any); ok {
 				return orZeroTime(str(obj, "series", "lastObservedTime"))
 			}
@@ -234,10 +235,10 @@ func eventColumns(f eventFields) []Column {
 		{Name: "Message", Type: "string", Description: "A human-readable description of the status of this operation.", Value: func(obj Object) any {
 			return strings.TrimSpace(str(obj, f.note))
 		}},
-		{Name: "First Seen", Type: "date", Priority: 1, Description: "The time at which the event was first recorded.", Value: func(obj Object) any {
+		{Name: "First Seen", Type: "date", DefinitionType: "string", Priority: 1, Description: "The time at which the event was first recorded.", Value: func(obj Object) any {
 			return orZeroTime(first(obj))
 		}},
-		{Name: "Count", Type: "integer", Priority: 1, Description: "The number of times this event has occurred.", Value: func(obj Object) any {
+		{Name: "Count", Type: "integer", DefinitionType: "string", Priority: 1, Description: "The number of times this event has occurred.", Value: func(obj Object) any {
 			if _, ok := obj["series"].(map[string]any); ok {
 				n, _ := meta.AsInt64(nestedValue(obj, "series", "count"))
 				return n

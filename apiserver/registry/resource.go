@@ -191,11 +191,16 @@ type Scale struct {
 
 // Column is one Table column, as in a CRD's additionalPrinterColumns.
 type Column struct {
-	Name        string
-	Type        string // integer, number, string, boolean, date
-	Format      string
-	Description string
-	Priority    int32
+	Name string
+	Type string // integer, number, string, boolean, date
+	// DefinitionType, when set, is the type the Table's column definition
+	// declares instead of Type, which still says how cells are rendered:
+	// kube-apiserver's built-in printers declare "string" for ages and
+	// counts.
+	DefinitionType string
+	Format         string
+	Description    string
+	Priority       int32
 	// JSONPath selects the value, e.g. ".spec.size".
 	JSONPath string
 	// Value, when set, computes the cell instead of JSONPath (for built-in

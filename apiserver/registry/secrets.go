@@ -57,7 +57,7 @@ func Secrets() Resource {
 		SelectableFields: []string{".type"},
 		PrinterColumns: []Column{
 			{Name: "Type", Type: "string", JSONPath: ".type", Description: "Used to facilitate programmatic handling of secret data."},
-			{Name: "Data", Type: "integer", Description: "The number of keys in data.", Value: func(obj Object) any {
+			{Name: "Data", Type: "integer", DefinitionType: "string", Description: "The number of keys in data.", Value: func(obj Object) any {
 				d, _ := obj["data"].(map[string]any)
 				return len(d)
 			}},
