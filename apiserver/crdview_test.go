@@ -332,7 +332,7 @@ func TestCRDViewFollowsRegistry(t *testing.T) {
 			}
 		}
 	}
-	if err := json.Unmarshal(api.discoveryDocuments().AggregatedAPIs, &agg); err != nil {
+	if err := json.Unmarshal(api.discoveryDocuments().AggregatedAPIs.V2, &agg); err != nil {
 		t.Fatal(err)
 	}
 	_, byName = crdList(t, get, "")

@@ -5,8 +5,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/kapi-dev/kapi/apiserver/discovery"
 	"github.com/kapi-dev/kapi/codec"
-	"github.com/kapi-dev/kapi/internal/etag"
 	"github.com/kapi-dev/kapi/meta"
 )
 
@@ -24,16 +24,15 @@ var (
 // client asks for it (with its ETag, and 304 when the client has it, as
 // kube-apiserver: client-go's cache revalidates with it), otherwise with the
 // legacy document.
-func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, aggregated []byte, aggregatedETag string, legacy []byte) {
+func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, aggregated discovery.Aggregated, legacy []byte) {
 	i, _ := codec.Negotiate(r.Header.Get("Accept"), []codec.MediaType{offerAggregatedV2, offerAggregatedV2beta1, offerJSON, offerYAML})
 	switch i {
 	case 0, 1:
-		body, tag := aggregated, aggregatedETag
+		body, tag := aggregated.V2, aggregated.V2ETag
 		ct := "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 		if i == 1 {
+			body, tag = aggregated.V2beta1, aggregated.V2beta1ETag
 			ct = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
-			body = []byte(replaceOnce(string(aggregated), `"apidiscovery.k8s.io/v2"`, `"apidiscovery.k8s.io/v2beta1"`))
-			tag = etag.Of(body)
 		}
 		h := w.Header()
 		h.Set("Vary", "Accept")
@@ -54,23 +53,14 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, aggregat
 	}
 }
 
-func replaceOnce(s, old, new string) string {
-	for i := 0; i+len(old) <= len(s); i++ {
-		if s[i:i+len(old)] == old {
-			return s[:i] + new + s[i+len(old):]
-		}
-	}
-	return s
-}
-
 func (s *Server) serveAPIVersions(w http.ResponseWriter, r *http.Request) {
 	d := s.discoveryDocuments()
-	s.serveDiscovery(w, r, d.AggregatedAPI, d.AggregatedAPIETag, d.APIVersions)
+	s.serveDiscovery(w, r, d.AggregatedAPI, d.APIVersions)
 }
 
 func (s *Server) serveAPIGroups(w http.ResponseWriter, r *http.Request) {
 	d := s.discoveryDocuments()
-	s.serveDiscovery(w, r, d.AggregatedAPIs, d.AggregatedAPIsETag, d.GroupList)
+	s.serveDiscovery(w, r, d.AggregatedAPIs, d.GroupList)
 }
 
 func (s *Server) serveAPIGroup(w http.ResponseWriter, r *http.Request) {

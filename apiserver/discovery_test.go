@@ -260,6 +260,11 @@ func TestDiscoveryETags(t *testing.T) {
 			t.Errorf("GET %s with another ETag: %d, want 200", c.path, r.code)
 		}
 	}
+	for accept, version := range map[string]string{v2: "v2", v2beta1: "v2beta1"} {
+		if r := do(t, ts, "GET", "/api", "", "Accept", accept); str(r.object(t), "apiVersion") != "apidiscovery.k8s.io/"+version {
+			t.Errorf("GET /api as %s: %.100s", version, r.body)
+		}
+	}
 	if tag := do(t, ts, "GET", "/apis", "").header.Get("Etag"); tag != "" {
 		t.Errorf("legacy /apis has an ETag %q", tag)
 	}

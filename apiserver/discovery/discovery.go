@@ -33,10 +33,8 @@ type Documents struct {
 	// GroupList is the legacy document of /apis: every named group.
 	GroupList []byte
 	// AggregatedAPI and AggregatedAPIs are the aggregated documents
-	// (APIGroupDiscoveryList, apidiscovery.k8s.io/v2) of /api and /apis,
-	// with their ETags.
-	AggregatedAPI, AggregatedAPIs         []byte
-	AggregatedAPIETag, AggregatedAPIsETag string
+	// (APIGroupDiscoveryList) of /api and /apis.
+	AggregatedAPI, AggregatedAPIs Aggregated
 
 	groups        map[string][]byte // APIGroup per named group
 	resourceLists map[string][]byte // APIResourceList per group version string
@@ -88,7 +86,6 @@ func Build(resources []*registry.Resource) *Documents {
 	}
 	d.AggregatedAPI = aggregated(coreAgg)
 	d.AggregatedAPIs = aggregated(groupsAgg)
-	d.AggregatedAPIETag, d.AggregatedAPIsETag = etag.Of(d.AggregatedAPI), etag.Of(d.AggregatedAPIs)
 	if groupList == nil {
 		groupList = []apiGroup{}
 	}
@@ -146,10 +143,24 @@ func (d *Documents) buildGroup(g groupInfo, byGV map[string][]*registry.Resource
 	return dg, ag
 }
 
-func aggregated(items []discoveryGroup) []byte {
+func aggregated(items []discoveryGroup) Aggregated {
 	if items == nil {
 		items = []discoveryGroup{}
 	}
-	b, _ := json.Marshal(map[string]any{"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": map[string]any{}, "items": items})
-	return b
+	doc := func(version string) ([]byte, string) {
+		b, _ := json.Marshal(map[string]any{"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/" + version, "metadata": map[string]any{}, "items": items})
+		return b, etag.Of(b)
+	}
+	var a Aggregated
+	a.V2, a.V2ETag = doc("v2")
+	a.V2beta1, a.V2beta1ETag = doc("v2beta1")
+	return a
+}
+
+// Aggregated is an aggregated discovery document in the two versions
+// served (apidiscovery.k8s.io v2, and v2beta1 for older clients, the same
+// document under its older apiVersion), each with its ETag.
+type Aggregated struct {
+	V2, V2beta1         []byte
+	V2ETag, V2beta1ETag string
 }

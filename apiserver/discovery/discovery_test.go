@@ -10,8 +10,8 @@ func TestBuildEmpty(t *testing.T) {
 	for name, got := range map[string][]byte{
 		"APIVersions":    d.APIVersions,
 		"GroupList":      d.GroupList,
-		"AggregatedAPI":  d.AggregatedAPI,
-		"AggregatedAPIs": d.AggregatedAPIs,
+		"AggregatedAPI":  d.AggregatedAPI.V2,
+		"AggregatedAPIs": d.AggregatedAPIs.V2,
 	} {
 		want := map[string]string{
 			"APIVersions":    `{"kind":"APIVersions","versions":[],"serverAddressByClientCIDRs":[]}`,
