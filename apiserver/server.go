@@ -126,10 +126,11 @@ type Config struct {
 	// MaxWatchBytesPerUser bounds the memory of the large frames one user's
 	// watches encode each for itself alone (a Table watch's first frame,
 	// events replayed from storage history, initial events the watch cache
-	// does not keep) and have not written yet: a client that stops reading
-	// holds its batch until the write times out. A watch without room
-	// waits for it. Users of an exempt priority level are not bounded.
-	// Default 64 MiB; negative: no bound.
+	// does not keep) and have not written yet, and of what they read from
+	// storage (pages of initial events, history replays): a client that
+	// stops reading holds its batch until the write times out. A watch
+	// without room waits for it (see watch.Room). Users of an exempt
+	// priority level are not bounded. Default 64 MiB; negative: no bound.
 	MaxWatchBytesPerUser int64
 	// RequestTimeout bounds requests that are not long-running: reading
 	// the body, handling and writing the response (504 beyond, or the

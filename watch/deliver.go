@@ -40,7 +40,7 @@ func (w *Watcher) appendInitial(dst []byte) []byte {
 				return dst // the batch ends before o (makeRoom)
 			}
 		} else {
-			ok, taken := w.makeRoom(o, dst)
+			ok, taken := w.makeRoom(objectRoom(o), dst)
 			if !ok {
 				return dst
 			}
@@ -59,6 +59,7 @@ func (w *Watcher) appendInitial(dst []byte) []byte {
 		return dst
 	}
 	w.initial = nil
+	w.storageDone(dst) // the last page is out
 	if w.initialEnd {
 		w.initialEnd = false
 		var err error
@@ -89,7 +90,7 @@ func (w *Watcher) appendInitialShared(dst []byte, o *Object, shared int) (_ []by
 		w.shared = append(w.shared, SharedFrame{At: len(dst), Frame: b})
 		return dst, shared + len(b), true, nil
 	}
-	ok, taken := w.makeRoom(o, dst)
+	ok, taken := w.makeRoom(objectRoom(o), dst)
 	if !ok {
 		return dst, shared, false, nil
 	}
@@ -244,6 +245,7 @@ func (w *Watcher) fromStorage(dst []byte) (_ []byte, progressed bool, _ error) {
 	if handOver {
 		w.feedCancel()
 		w.feed, w.feedCancel, w.pending = nil, nil, nil
+		w.storageDone(dst)
 		return dst, true, nil
 	}
 	for i := 0; i < maxBatchEvents && len(dst) < maxBatchBytes; i++ {

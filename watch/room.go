@@ -15,6 +15,15 @@ import "context"
 // is called again or the watch is stopped. A batch that would need a second
 // one ends first; a watcher waits for room only when its batch is empty,
 // so it never waits while it holds room itself.
+//
+// A watcher that reads from storage (initial events from a snapshot when
+// the cache keeps no state, or history older than the window) holds what
+// it read (a page, or the events storage buffers for it) and reserves that
+// once, before it starts (storageRoom), waiting in Cache.Watch; it keeps
+// the reservation until it has read the last of storage and written the
+// batch that holds it. Its frames need no room of their own meanwhile:
+// the watches that may encode them are those that hold a storage
+// reservation.
 type Room interface {
 	// Reserve takes n bytes, waiting until they are free or ctx ends (its
 	// error). n may exceed the whole room: it then waits for the room to be
@@ -29,28 +38,92 @@ type Room interface {
 // growing past 64 KiB.
 const ReserveMinBytes = 16 << 10
 
-// makeRoom reserves the room of a frame of o the watcher is about to encode
-// for itself alone. It reports whether the frame may be encoded now, and
-// whether a reservation was taken for it (release it with releaseHeld when
-// the frame turns out not to be held after all). When it may not, the batch
-// must end without consuming o: this batch holds a reservation already, or
-// has frames and there is no room now, or the watch is ending.
-func (w *Watcher) makeRoom(o *Object, dst []byte) (ok, taken bool) {
-	if w.room == nil || o == nil {
-		return true, false
+// What a watcher reading from storage reserves: a page of initial events
+// (at most listPageBytes, plus the object that crosses it) with its frame;
+// a history replay's storage buffers (WatchOptions.BufferBytes, which
+// Badger applies to its buffer, its change-log chunk and the channel).
+const (
+	initialPagesRoom = 2 * listPageBytes
+	replayRoom       = 3 * listPageBytes
+)
+
+// reserveStorage reserves the room of a watcher that is about to read from
+// storage (see Room), waiting for it: it holds nothing yet.
+func (w *Watcher) reserveStorage(n int64) error {
+	if w.room == nil {
+		return nil
 	}
-	n := int64(len(o.Value) + frameOverhead)
-	if n < ReserveMinBytes {
-		return true, false
+	release, err := w.room.Reserve(w.ctx, n)
+	if err != nil {
+		return err
 	}
 	w.heldMu.Lock()
-	holding := w.held != nil
+	defer w.heldMu.Unlock()
+	if w.stopped {
+		release()
+		return ErrEnded
+	}
+	w.storageHeld = release
+	return nil
+}
+
+// storageDone says the watcher has read the last of storage: its storage
+// reservation becomes that of the batch being built (dst), given back once
+// that batch is written (at the next Next), or at once when the batch is
+// empty.
+func (w *Watcher) storageDone(dst []byte) {
+	w.heldMu.Lock()
+	release := w.storageHeld
+	w.storageHeld = nil
+	if release != nil && !w.batchEmpty(dst) {
+		release, w.held = w.held, release
+	}
 	w.heldMu.Unlock()
-	if holding {
+	if release != nil {
+		release()
+	}
+}
+
+// batchEmpty reports whether the batch being built (dst) has no frame yet.
+func (w *Watcher) batchEmpty(dst []byte) bool {
+	return len(dst) == w.batchFrom && len(w.shared) == w.sharedFrom
+}
+
+// objectRoom is the room a frame of o takes, as far as o tells: about its
+// value (a Table row of it may be much smaller; keepRoom then gives the
+// room back).
+func objectRoom(o *Object) int64 {
+	if o == nil {
+		return 0
+	}
+	return int64(len(o.Value) + frameOverhead)
+}
+
+// makeRoom reserves the room of a frame of about n bytes the watcher is
+// about to encode or copy for itself alone. It reports whether the frame may be encoded now, and
+// whether a reservation was taken for it (release it with releaseHeld when
+// the frame turns out not to be held after all). When it may not, the batch
+// must end without consuming the item: this batch holds a reservation
+// already, or has frames and there is no room now, or the watch is ending.
+func (w *Watcher) makeRoom(n int64, dst []byte) (ok, taken bool) {
+	if w.room == nil || n < ReserveMinBytes {
+		return true, false
+	}
+	empty := w.batchEmpty(dst)
+	w.heldMu.Lock()
+	holding, fromStorage := w.held != nil, w.storageHeld != nil
+	w.heldMu.Unlock()
+	if fromStorage {
+		return true, false // covered by the storage reservation
+	}
+	if holding && !empty {
 		return false, false
 	}
+	if holding { // it covers no frame of this batch
+		w.releaseHeld(false)
+	}
 	var release func()
-	if len(dst) == w.batchFrom && len(w.shared) == w.sharedFrom {
+	if empty {
 		r, err := w.room.Reserve(w.ctx, n)
 		if err != nil {
 			return false, false // the watch is ending (Next sees its context)
@@ -82,16 +155,21 @@ func (w *Watcher) keepRoom(taken bool, frame int) {
 
 // releaseHeld gives back the room of the last batch (it has been written,
 // or the frame needing it was not held after all); with stop, the watch is
-// stopped and reserves nothing more.
+// stopped: it gives back its storage reservation too and reserves nothing
+// more.
 func (w *Watcher) releaseHeld(stop bool) {
 	w.heldMu.Lock()
-	release := w.held
+	release, storage := w.held, func() {}
 	w.held = nil
 	if stop {
 		w.stopped = true
+		if w.storageHeld != nil {
+			storage, w.storageHeld = w.storageHeld, nil
+		}
 	}
 	w.heldMu.Unlock()
 	if release != nil {
 		release()
 	}
+	storage()
 }

@@ -221,9 +221,9 @@ func TestRoomSharedFrameKeepsEarlierReservation(t *testing.T) {
 	}
 }
 
-// Events replayed from storage history, from the window and from the
-// queue go out with at most one reserved frame per batch, none lost or
-// repeated.
+// Events replayed from storage history (under the storage reservation),
+// then from the window and from the queue with at most one reserved frame
+// per batch, none lost or repeated.
 func TestRoomOneLargeFramePerBatch(t *testing.T) {
 	e := newEnv(t, Settings{WindowEvents: 5})
 	e.waitCaughtUp()
@@ -251,7 +251,7 @@ func TestRoomOneLargeFramePerBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		evs := parseLines(b)
-		if len(evs) > 1 {
+		if len(evs) > 1 && len(got) >= 3 { // the first 3 come from storage (storageRoom)
 			t.Fatalf("a batch of %d large frames", len(evs))
 		}
 		for _, ev := range evs {
@@ -291,4 +291,204 @@ func TestRoomOneLargeFramePerBatch(t *testing.T) {
 	if free, _ := room.state(); free != 1<<20 {
 		t.Fatalf("%d bytes free after the watch stopped", free)
 	}
+}
+
+// Initial events that each need room go out one per batch, in order, and
+// the initial-events-end bookmark after the last.
+func TestRoomInitialEventsInOrder(t *testing.T) {
+	e := newEnv(t, Settings{})
+	for i := range 5 {
+		e.put(fmt.Sprintf("%sk%d", testPrefix, i), bigValue(i, 20))
+	}
+	e.waitCaughtUp()
+	room := newTestRoom(1 << 20)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a lost event fails, not stalls
+	defer cancel()
+	w, err := e.cache.Watch(ctx, Options{Initial: true, InitialEventsEnd: true, Encoder: &perWatchEncoder{}, Room: room})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var got []string
+	for len(got) < 6 {
+		b, err := w.Next(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs := parseLines(b)
+		if len(evs) == 0 || len(evs) > 2 || (len(evs) == 2 && evs[1].typ != "BOOKMARK") {
+			t.Fatalf("batch %v: want one large frame (and the bookmark after the last)", evs)
+		}
+		for _, ev := range evs {
+			got = append(got, ev.typ+" "+ev.key)
+		}
+	}
+	if want := "ADDED /t/k0,ADDED /t/k1,ADDED /t/k2,ADDED /t/k3,ADDED /t/k4,BOOKMARK -"; strings.Join(got, ",") != want {
+		t.Fatalf("events %v, want %s", got, want)
+	}
+}
+
+// A watcher with frames in its batch does not wait for room: the batch
+// goes out, and the next one waits.
+func TestRoomWaitsOnlyWithEmptyBatch(t *testing.T) {
+	e := newEnv(t, Settings{})
+	e.put(testPrefix+"a", "small")
+	e.put(testPrefix+"b", bigValue(0, 100))
+	e.waitCaughtUp()
+	room := newTestRoom(1 << 20)
+	stalled, _ := room.TryReserve(1 << 20) // the user's other watches hold it all
+	w, err := e.cache.Watch(context.Background(), Options{Initial: true, Encoder: &perWatchEncoder{}, Room: room})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	next := func() chan []tev {
+		ch := make(chan []tev, 1)
+		go func() {
+			b, _ := w.Next(nil)
+			ch <- parseLines(b)
+		}()
+		return ch
+	}
+	select {
+	case evs := <-next():
+		if len(evs) != 1 || evs[0].key != "/t/a" {
+			t.Fatalf("first batch %v: want a alone", evs)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watch waits for room with a frame in its batch")
+	}
+	second := next()
+	waitFor(t, "the second batch to wait for room", func() bool { _, n := room.state(); return n == 1 })
+	stalled()
+	if evs := <-second; len(evs) != 1 || evs[0].key != "/t/b" {
+		t.Fatalf("second batch %v: want b", evs)
+	}
+}
+
+// The cache's frame of an event in the window is shared, not copied: it
+// needs no room, even when the user's room is full.
+func TestRoomSharedWindowFrameNeedsNone(t *testing.T) {
+	e := newEnv(t, Settings{})
+	e.waitCaughtUp()
+	room := newTestRoom(64 << 10)
+	stalled, _ := room.TryReserve(64 << 10)
+	defer stalled()
+	w, err := e.cache.Watch(context.Background(), Options{Encoder: e.enc, Room: room})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	got := make(chan []SharedFrame, 1)
+	go func() {
+		_, shared, _ := w.NextShared(nil, nil, 16<<10)
+		got <- shared
+	}()
+	waitFor(t, "the watcher to be synced", func() bool { return e.cache.Stats().SyncedWatchers == 1 })
+	e.put(testPrefix+"big", bigValue(0, 20))
+	select {
+	case s := <-got:
+		if len(s) != 1 {
+			t.Fatalf("%d shared frames, want the event's", len(s))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a frame shared from the cache waits for room")
+	}
+}
+
+// The end of the watch's context does not give back the room of the batch
+// its caller may still be writing: the caller's Stop does.
+func TestRoomHeldUntilStop(t *testing.T) {
+	e := newEnv(t, Settings{})
+	e.put(testPrefix+"k0", bigValue(0, 100))
+	e.waitCaughtUp()
+	room := newTestRoom(1 << 20)
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := e.cache.Watch(ctx, Options{Initial: true, Encoder: &perWatchEncoder{}, Room: room})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := w.Next(nil); err != nil || len(parseLines(b)) != 1 {
+		t.Fatalf("first batch %.20q, %v", b, err)
+	}
+	cancel()
+	waitFor(t, "the watch to end", func() bool { return e.cache.Stats().Watchers == 0 })
+	if free, _ := room.state(); free == 1<<20 {
+		t.Fatal("the room of the batch being written was given back when the context ended")
+	}
+	w.Stop()
+	if free, _ := room.state(); free != 1<<20 {
+		t.Fatalf("%d bytes free after Stop", free)
+	}
+}
+
+// A watcher reading from storage reserves its storage room before it
+// starts, waiting in Watch, and keeps it until the batch with the last of
+// storage is written; its frames need none of their own.
+func TestRoomStorageReads(t *testing.T) {
+	t.Run("initial events from a snapshot", func(t *testing.T) {
+		e := newEnv(t, Settings{StateBytes: -1})
+		for i := range 3 {
+			e.put(fmt.Sprintf("%sk%d", testPrefix, i), bigValue(i, 100))
+		}
+		e.waitCaughtUp()
+		const size = initialPagesRoom + 1<<20/2
+		room := newTestRoom(size)
+		a, err := e.cache.Watch(context.Background(), Options{Initial: true, Encoder: &perWatchEncoder{}, Room: room})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Stop()
+		started := make(chan *Watcher, 1)
+		go func() {
+			b, err := e.cache.Watch(context.Background(), Options{Initial: true, Encoder: &perWatchEncoder{}, Room: room})
+			if err != nil {
+				t.Error(err)
+			}
+			started <- b
+		}()
+		waitFor(t, "the second watch to wait for room", func() bool { _, n := room.state(); return n == 1 })
+		var got int
+		for got < 3 {
+			b, err := a.Next(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got += len(parseLines(b))
+			if free, _ := room.state(); free != size-initialPagesRoom {
+				t.Fatalf("%d bytes free with %d initial events sent from storage", free, got)
+			}
+		}
+		select {
+		case <-started:
+			t.Fatal("the second watch started before the first's last batch was written")
+		default:
+		}
+		go func() { _, _ = a.Next(nil) }() // the last batch is written
+		b := <-started
+		b.Stop()
+	})
+	t.Run("history replay", func(t *testing.T) {
+		e := newEnv(t, Settings{WindowEvents: 5})
+		e.waitCaughtUp()
+		first := e.put(testPrefix+"k", "0")
+		for i := 1; i < 10; i++ {
+			e.put(testPrefix+"k", fmt.Sprint(i))
+		}
+		e.waitCaughtUp()
+		room := newTestRoom(4 << 20)
+		w, err := e.cache.Watch(context.Background(), Options{Revision: first, Encoder: e.enc, Room: room})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		if free, _ := room.state(); free != 4<<20-replayRoom {
+			t.Fatalf("%d bytes free for a watch replaying history", free)
+		}
+		r := read(w)
+		for i := 1; i < 10; i++ {
+			r.expect(t, fmt.Sprintf("MODIFIED /t/k %d", i))
+		}
+		waitFor(t, "the storage room back once handed over to the cache", func() bool { free, _ := room.state(); return free == 4<<20 })
+	})
 }

@@ -38,45 +38,37 @@ func (w *Watcher) eventEncoder() (Encoder, uint32, bool) {
 
 // appendFrame appends the frame of ev as typ, or records it in w.shared
 // when NextShared asked for frames of its size by reference. A frame the
-// watcher encodes or copies for itself alone needs room first (makeRoom):
-// ok is false, and nothing is appended, when the batch must end before ev.
+// watcher encodes or copies for itself alone needs room first (makeRoom);
+// the cache's own frame of an event in the window, shared, needs none. ok
+// is false, and nothing is appended, when the batch must end before ev.
 func (w *Watcher) appendFrame(dst []byte, ev *Event, typ EventType) (_ []byte, ok bool, _ error) {
 	enc, id, perWatch := w.eventEncoder()
-	if !perWatch && w.shareMin > 0 {
-		if b, cached := ev.cachedFrame(enc, id, typ); cached {
-			return w.shareOrCopy(dst, b), true, nil
+	if !perWatch {
+		// The cache's frame, encoded into the event (the window's memory)
+		// unless the event has left the window.
+		b, cached, err := ev.frame(enc, id, typ)
+		if err != nil {
+			return dst, true, err
+		}
+		if cached {
+			if w.shareMin > 0 && len(b) >= w.shareMin {
+				w.shared = append(w.shared, SharedFrame{At: len(dst), Frame: b})
+				return dst, true, nil
+			}
+			if ok, _ := w.makeRoom(int64(len(b)), dst); !ok { // a copy: its exact size
+				return dst, false, nil
+			}
+			return append(dst, b...), true, nil
 		}
 	}
-	ok, taken := w.makeRoom(ev.frameObject(typ), dst)
+	// Encoded for this watcher alone: a per-watch encoder's frame, or an
+	// event out of the window (read from storage history).
+	ok, taken := w.makeRoom(objectRoom(ev.frameObject(typ)), dst)
 	if !ok {
 		return dst, false, nil
 	}
 	n := len(dst)
-	if w.shareMin <= 0 || perWatch {
-		dst, err := ev.appendFrame(dst, enc, id, typ, perWatch)
-		w.keepRoom(taken, len(dst)-n)
-		return dst, true, err
-	}
-	b, cached, err := ev.frame(enc, id, typ)
-	switch {
-	case err != nil:
-		return dst, true, err
-	case !cached: // out of the window: encoded for this watcher
-		dst, err = ev.appendFrame(dst, enc, id, typ, false)
-		w.keepRoom(taken, len(dst)-n)
-		return dst, true, err
-	}
-	dst = w.shareOrCopy(dst, b)
+	dst, err := ev.appendFrame(dst, enc, id, typ, perWatch)
 	w.keepRoom(taken, len(dst)-n)
-	return dst, true, nil
-}
-
-// shareOrCopy records b, a frame the cache keeps, in w.shared when it is
-// large enough to be sent by reference, or copies it into dst.
-func (w *Watcher) shareOrCopy(dst, b []byte) []byte {
-	if len(b) >= w.shareMin {
-		w.shared = append(w.shared, SharedFrame{At: len(dst), Frame: b})
-		return dst
-	}
-	return append(dst, b...)
+	return dst, true, err
 }

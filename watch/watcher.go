@@ -115,9 +115,10 @@ type Watcher struct {
 
 	// The room reserved for the last batch (Options.Room), and whether the
 	// watch is stopped (a reservation granted since is given back at once).
-	heldMu  sync.Mutex
-	held    func()
-	stopped bool
+	heldMu      sync.Mutex
+	held        func()
+	storageHeld func() // while the watcher reads from storage (see Room)
+	stopped     bool
 
 	// Guarded by mu (taken under c.mu when both are needed).
 	mu     sync.Mutex
@@ -297,7 +298,9 @@ func (w *Watcher) signal() {
 // then ends the watch. Calling Next again says the last batch has been
 // written: its room (Options.Room) is given back.
 func (w *Watcher) Next(dst []byte) ([]byte, error) {
-	w.releaseHeld(false) // the last batch has been written
+	if w.room != nil {
+		w.releaseHeld(false) // the last batch has been written
+	}
 	w.batchFrom, w.sharedFrom = len(dst), len(w.shared)
 	for {
 		if w.err != nil {

@@ -1,0 +1,164 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// collectUntilEnd reads w until the event of /t/zz, recording every event
+// but bookmarks as "TYPE KEY REV LEN"; with shared, through NextShared, with
+// the shared frames put back in place.
+func collectUntilEnd(t *testing.T, w *Watcher, shared bool, out *[]string, done chan struct{}) {
+	defer close(done)
+	var buf []byte
+	var sh []SharedFrame
+	for len(*out) == 0 || !strings.Contains((*out)[len(*out)-1], "/t/zz ") {
+		var err error
+		if shared {
+			buf, sh, err = w.NextShared(buf[:0], sh[:0], 16<<10)
+			var full []byte
+			from := 0
+			for _, f := range sh {
+				full = append(full, buf[from:f.At]...)
+				full = append(full, f.Frame...)
+				from = f.At
+			}
+			full = append(full, buf[from:]...)
+			for _, e := range parseLines(full) {
+				if e.typ == "BOOKMARK" {
+					continue
+				}
+				*out = append(*out, fmt.Sprintf("%s %s %d %d", e.typ, e.key, e.rev, len(e.value)))
+			}
+		} else {
+			buf, err = w.Next(buf[:0])
+			for _, e := range parseLines(buf) {
+				if e.typ == "BOOKMARK" {
+					continue
+				}
+				*out = append(*out, fmt.Sprintf("%s %s %d %d", e.typ, e.key, e.rev, len(e.value)))
+			}
+		}
+		if err != nil {
+			t.Errorf("next: %v", err)
+			return
+		}
+		time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
+	}
+}
+
+// A watch with a Room sends exactly what one without sends, whatever the
+// path (initial events from the state, from storage or past the budget;
+// history from storage, window or queue; Next or NextShared; a filter),
+// while other watches of the user take and give back room; and it holds
+// nothing once stopped.
+func TestRoomMatchesUnbounded(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		for _, initial := range []bool{false, true} {
+			for _, sb := range []int64{600 << 10, 40 << 10, -1} {
+				t.Run(fmt.Sprintf("shared=%v,initial=%v,state=%d", shared, initial, sb), func(t *testing.T) {
+					e := newEnv(t, Settings{WindowEvents: 40, WatcherBuffer: 4, StateBytes: sb})
+					for i := range 10 {
+						kib := 1
+						if i%2 == 0 {
+							kib = 20 + i
+						}
+						e.put(fmt.Sprintf("%sk%d", testPrefix, i), bigValue(i, kib))
+					}
+					start := e.put(testPrefix+"z", "z")
+					// history beyond the window of 40 events
+					for i := range 30 {
+						kib := 1
+						if i%3 != 0 {
+							kib = 17 + i%5
+						}
+						e.put(fmt.Sprintf("%sk%d", testPrefix, i%10), bigValue(100+i, kib))
+					}
+					e.waitCaughtUp()
+					room := newTestRoom(64 << 10)
+					stopHog := make(chan struct{})
+					var hogWG sync.WaitGroup
+					hogWG.Add(1)
+					go func() { // the user's other watches take and give room
+						defer hogWG.Done()
+						for {
+							select {
+							case <-stopHog:
+								return
+							default:
+							}
+							if r, ok := room.TryReserve(int64(20+rand.IntN(40)) << 10); ok {
+								time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
+								r()
+							}
+							time.Sleep(time.Duration(rand.IntN(100)) * time.Microsecond)
+						}
+					}()
+					ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+					defer cancel()
+					opts := Options{Encoder: e.enc, Filter: func(a any) bool { return !strings.HasPrefix(a.(string), "7") }}
+					if initial {
+						opts.Initial = true
+					} else {
+						opts.Revision = start
+					}
+					ref, err := e.cache.Watch(ctx, opts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer ref.Stop()
+					opts.Room = room
+					w, err := e.cache.Watch(ctx, opts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer w.Stop()
+					var want, got []string
+					d1, d2 := make(chan struct{}), make(chan struct{})
+					go collectUntilEnd(t, ref, false, &want, d1)
+					go collectUntilEnd(t, w, shared, &got, d2)
+					for i := range 60 {
+						kib := 1
+						if i%2 == 0 {
+							kib = 16 + i%9
+						}
+						if i%11 == 5 {
+							e.del(fmt.Sprintf("%sk%d", testPrefix, i%10))
+							continue
+						}
+						e.put(fmt.Sprintf("%sk%d", testPrefix, i%10), bigValue(200+i, kib))
+						time.Sleep(time.Duration(rand.IntN(500)) * time.Microsecond)
+					}
+					e.put(testPrefix+"zz", "end")
+					for _, d := range []chan struct{}{d1, d2} {
+						select {
+						case <-d:
+						case <-time.After(30 * time.Second):
+							t.Fatalf("stuck: ref %d, room %d events", len(want), len(got))
+						}
+					}
+					close(stopHog)
+					hogWG.Wait()
+					if len(got) != len(want) {
+						t.Fatalf("got %d events, want %d", len(got), len(want))
+					}
+					for i := range want {
+						if got[i] != want[i] {
+							t.Fatalf("event %d: %s, want %s", i, got[i], want[i])
+						}
+					}
+					w.Stop()
+					if free, _ := room.state(); free != 64<<10 {
+						t.Fatalf("%d bytes free after stop", free)
+					}
+					t.Logf("%d events", len(got))
+				})
+			}
+		}
+	}
+}
