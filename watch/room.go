@@ -19,7 +19,7 @@ import "context"
 // A watcher that reads from storage (initial events from a snapshot when
 // the cache keeps no state, or history older than the window) holds what
 // it read (a page, or the events storage buffers for it) and reserves that
-// once, before it starts (storageRoom), waiting in Cache.Watch; it keeps
+// once, before it starts (3 MiB), waiting in Cache.Watch; it keeps
 // the reservation until it has read the last of storage and written the
 // batch that holds it. Its frames need no room of their own meanwhile:
 // the watches that may encode them are those that hold a storage
@@ -38,23 +38,28 @@ type Room interface {
 // growing past 64 KiB.
 const ReserveMinBytes = 16 << 10
 
-// What a watcher reading from storage reserves: a page of initial events
-// (at most listPageBytes, plus the object that crosses it) with its frame;
-// a history replay's storage buffers (WatchOptions.BufferBytes, which
-// Badger applies to its buffer, its change-log chunk and the channel).
-const (
-	initialPagesRoom = 2 * listPageBytes
-	replayRoom       = 3 * listPageBytes
-)
+// storageRoom is what a watcher reading from storage reserves: a page of
+// initial events (at most listPageBytes, plus the object that crosses it,
+// up to a value's 2 MiB), or a history replay's storage buffers
+// (WatchOptions.BufferBytes, which Badger applies to its buffer, its
+// change-log chunk and the channel).
+const storageRoom = 3 * listPageBytes
 
 // reserveStorage reserves the room of a watcher that is about to read from
-// storage (see Room), waiting for it: it holds nothing yet.
-func (w *Watcher) reserveStorage(n int64) error {
+// storage (see Room), waiting for it (it holds nothing yet) until the watch
+// or the cache ends.
+func (w *Watcher) reserveStorage() error {
 	if w.room == nil {
 		return nil
 	}
-	release, err := w.room.Reserve(w.ctx, n)
+	ctx, cancel := context.WithCancel(w.ctx)
+	defer context.AfterFunc(w.c.ctx, cancel)()
+	defer cancel()
+	release, err := w.room.Reserve(ctx, storageRoom)
 	if err != nil {
+		if w.c.ctx.Err() != nil {
+			return ErrStopped
+		}
 		return err
 	}
 	w.heldMu.Lock()
@@ -65,6 +70,18 @@ func (w *Watcher) reserveStorage(n int64) error {
 	}
 	w.storageHeld = release
 	return nil
+}
+
+// dropStorage gives back the storage reservation of a watcher that will
+// read nothing from storage after all (its start failed).
+func (w *Watcher) dropStorage() {
+	w.heldMu.Lock()
+	release := w.storageHeld
+	w.storageHeld = nil
+	w.heldMu.Unlock()
+	if release != nil {
+		release()
+	}
 }
 
 // storageDone says the watcher has read the last of storage: its storage

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -160,5 +161,114 @@ func TestRoomMatchesUnbounded(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// strictRoom is testRoom that counts double releases instead of hiding them.
+type strictRoom struct {
+	*testRoom
+	doubles atomic.Int64
+}
+
+func (r *strictRoom) wrap(rel func()) func() {
+	var n atomic.Int64
+	return func() {
+		if n.Add(1) > 1 {
+			r.doubles.Add(1)
+		}
+		rel()
+	}
+}
+
+func (r *strictRoom) Reserve(ctx context.Context, n int64) (func(), error) {
+	rel, err := r.testRoom.Reserve(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	return r.wrap(rel), nil
+}
+
+func (r *strictRoom) TryReserve(n int64) (func(), bool) {
+	rel, ok := r.testRoom.TryReserve(n)
+	if !ok {
+		return nil, false
+	}
+	return r.wrap(rel), true
+}
+
+// Many watches of one user (snapshot initial events, history replays,
+// window watches), stopped at random points, some while still waiting for
+// storage room in Watch: every reservation is given back exactly once and
+// nothing deadlocks.
+func TestRoomRandomStops(t *testing.T) {
+	for _, sb := range []int64{-1, 600 << 10} {
+		t.Run(fmt.Sprint(sb), func(t *testing.T) {
+			e := newEnv(t, Settings{WindowEvents: 10, WatcherBuffer: 4, StateBytes: sb})
+			first := e.put(testPrefix+"k0", bigValue(0, 20))
+			for i := range 30 {
+				e.put(fmt.Sprintf("%sk%d", testPrefix, i%8), bigValue(i, 1+(i%3)*20))
+			}
+			e.waitCaughtUp()
+			const size = 3 << 20
+			room := &strictRoom{testRoom: newTestRoom(size)}
+			stopW := make(chan struct{})
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() { // writes go on
+				defer wg.Done()
+				for i := 0; ; i++ {
+					select {
+					case <-stopW:
+						return
+					default:
+					}
+					e.put(fmt.Sprintf("%sk%d", testPrefix, i%8), bigValue(i, 1+(i%2)*20))
+					time.Sleep(time.Millisecond)
+				}
+			}()
+			var ww sync.WaitGroup
+			for i := range 40 {
+				ww.Add(1)
+				go func() {
+					defer ww.Done()
+					ctx, cancel := context.WithTimeout(context.Background(), time.Duration(5+rand.IntN(200))*time.Millisecond)
+					defer cancel()
+					opts := Options{Encoder: &perWatchEncoder{}, Room: room}
+					switch i % 3 {
+					case 0:
+						opts.Initial = true
+					case 1:
+						opts.Revision = first
+					}
+					w, err := e.cache.Watch(ctx, opts)
+					if err != nil {
+						return // ended while waiting for room
+					}
+					batches := rand.IntN(6)
+					for range batches {
+						if _, err := w.Next(nil); err != nil {
+							break
+						}
+						time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond)
+					}
+					w.Stop()
+				}()
+			}
+			done := make(chan struct{})
+			go func() { ww.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(60 * time.Second):
+				t.Fatal("watches stuck")
+			}
+			close(stopW)
+			wg.Wait()
+			if free, _ := room.state(); free != size {
+				t.Errorf("%d bytes free after every watch stopped, want %d", free, size)
+			}
+			if d := room.doubles.Load(); d > 0 {
+				t.Errorf("%d reservations released twice", d)
+			}
+		})
 	}
 }

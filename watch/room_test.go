@@ -432,7 +432,7 @@ func TestRoomStorageReads(t *testing.T) {
 			e.put(fmt.Sprintf("%sk%d", testPrefix, i), bigValue(i, 100))
 		}
 		e.waitCaughtUp()
-		const size = initialPagesRoom + 1<<20/2
+		const size = storageRoom + 1<<20/2
 		room := newTestRoom(size)
 		a, err := e.cache.Watch(context.Background(), Options{Initial: true, Encoder: &perWatchEncoder{}, Room: room})
 		if err != nil {
@@ -455,7 +455,7 @@ func TestRoomStorageReads(t *testing.T) {
 				t.Fatal(err)
 			}
 			got += len(parseLines(b))
-			if free, _ := room.state(); free != size-initialPagesRoom {
+			if free, _ := room.state(); free != size-storageRoom {
 				t.Fatalf("%d bytes free with %d initial events sent from storage", free, got)
 			}
 		}
@@ -465,8 +465,12 @@ func TestRoomStorageReads(t *testing.T) {
 		default:
 		}
 		go func() { _, _ = a.Next(nil) }() // the last batch is written
-		b := <-started
-		b.Stop()
+		select {
+		case b := <-started:
+			b.Stop()
+		case <-time.After(10 * time.Second):
+			t.Fatal("the second watch still waits after the first sent the last of storage")
+		}
 	})
 	t.Run("history replay", func(t *testing.T) {
 		e := newEnv(t, Settings{WindowEvents: 5})
@@ -482,7 +486,7 @@ func TestRoomStorageReads(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer w.Stop()
-		if free, _ := room.state(); free != 4<<20-replayRoom {
+		if free, _ := room.state(); free != 4<<20-storageRoom {
 			t.Fatalf("%d bytes free for a watch replaying history", free)
 		}
 		r := read(w)

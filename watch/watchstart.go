@@ -75,7 +75,7 @@ func (c *Cache) startFromState(w *Watcher) (bool, error) {
 // watcher reads the next ones as it sends them (appendInitial), so that a
 // watch of a collection larger than memory holds one page at a time.
 func (c *Cache) startFromSnapshot(ctx context.Context, w *Watcher, minRev int64) error {
-	if err := w.reserveStorage(initialPagesRoom); err != nil {
+	if err := w.reserveStorage(); err != nil {
 		return err
 	}
 	objs, next, rev, err := c.initialPage(ctx, w.prefix, nil, 0)
@@ -140,13 +140,14 @@ func (c *Cache) startFrom(w *Watcher, rev int64) error {
 	}
 	w.pos = rev
 	c.mu.Unlock()
-	if err := w.reserveStorage(replayRoom); err != nil {
+	if err := w.reserveStorage(); err != nil {
 		return err
 	}
 	fctx, cancel := context.WithCancel(w.ctx)
 	ch, err := c.cfg.Storage.Watch(fctx, storage.WatchOptions{Prefix: w.prefix, FromRevision: rev, ProgressInterval: c.cfg.ProgressInterval, BufferBytes: listPageBytes})
 	if err != nil {
 		cancel()
+		w.dropStorage()
 		if errors.Is(err, storage.ErrCompacted) {
 			w.fail = err
 			return nil

@@ -139,8 +139,8 @@ func (w *watcher) run() {
 			w.fail(storage.ErrClosed)
 			return
 		}
-		if errors.Is(err, errPaused) {
-			w.waitRoom(ctx) // an end of ctx is reported on the next turn
+		if p, ok := errors.AsType[pausedError](err); ok {
+			w.waitRoom(ctx, p.size) // an end of ctx is reported on the next turn
 			backoff = 50 * time.Millisecond
 			continue
 		}
@@ -175,7 +175,7 @@ func (w *watcher) askProgress(ctx, wctx context.Context, start int64, canProgres
 			return false, true
 		}
 		if cur < start {
-			if cur == w.last {
+			if cur == w.last && w.fits(0) {
 				return false, w.send(ctx, storage.Event{Type: storage.EventProgress, Revision: cur})
 			}
 			return false, true
@@ -297,7 +297,7 @@ func (ew *etcdWatch) handle(resp *clientv3.WatchResponse) (bool, error) {
 	if resp.IsProgressNotify() {
 		ew.retry = nil
 		if !w.fits(0) {
-			return false, errPaused
+			return false, pausedError{}
 		}
 		if rev := resp.Header.Revision; rev >= w.last {
 			w.last = rev
@@ -314,7 +314,7 @@ func (ew *etcdWatch) handle(resp *clientv3.WatchResponse) (bool, error) {
 		}
 		size := eventSize(ev)
 		if !w.fits(size) {
-			return false, errPaused
+			return false, pausedError{size}
 		}
 		e, err := w.convert(ew.ctx, ev)
 		if err != nil {

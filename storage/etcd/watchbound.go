@@ -14,6 +14,12 @@ import (
 // and resumed from the last delivered revision once the consumer has read.
 var errPaused = errors.New("etcd watch paused for a slow consumer")
 
+// pausedError is errPaused with the size of the event that did not fit.
+type pausedError struct{ size int64 }
+
+func (e pausedError) Error() string { return errPaused.Error() }
+func (e pausedError) Unwrap() error { return errPaused }
+
 // fits reports whether an event of size bytes may be sent now without
 // pausing: always for a watch without a bound; otherwise when the channel
 // is empty, or has room and holds at most the bound with the event.
@@ -37,15 +43,17 @@ func (w *watcher) held(n int) int64 {
 	return b
 }
 
-// waitRoom waits, after a pause, until the consumer has read the channel
-// down to half its bound and half its capacity, so that a resumed watch
-// does not pause again at once. The channel says how many events it holds,
-// not when one leaves, so this polls, at a slowing pace. It reports false
-// when ctx ends.
-func (w *watcher) waitRoom(ctx context.Context) bool {
+// waitRoom waits, after a pause on an event of size bytes, until the
+// consumer has read the channel down to half its bound and half its
+// capacity and that event fits, so that a resumed watch does not pause
+// again at once. The channel says how many events it holds, not when one
+// leaves, so this polls, at a slowing pace. It reports false when ctx
+// ends.
+func (w *watcher) waitRoom(ctx context.Context, size int64) bool {
 	for pause := time.Millisecond; ; pause = min(2*pause, 64*time.Millisecond) {
 		n := len(w.out)
-		if n <= cap(w.out)/2 && w.held(n) <= w.maxBytes/2 {
+		held := w.held(n)
+		if n == 0 || n <= cap(w.out)/2 && held <= w.maxBytes/2 && held+size <= w.maxBytes {
 			return true
 		}
 		t := time.NewTimer(pause)

@@ -112,3 +112,78 @@ func TestWatchBufferBytesPausesEtcdWatch(t *testing.T) {
 		t.Errorf("%d etcd watches opened, want resumes after pauses", len(ws))
 	}
 }
+
+// A paused watch resumes only once the event that did not fit fits: with
+// a small event in the channel and a next event of most of the bound, it
+// does not open etcd watch after etcd watch while the consumer is stalled.
+func TestWatchBufferBytesResumesWhenTheEventFits(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	s := openStore(t, testOptions(t, srv, "/bounded/"))
+	rec := &recordingWatcher{Watcher: s.cli.Watcher}
+	s.cli.Watcher = rec
+	ctx := t.Context()
+	start, err := s.Create(ctx, []byte("w/start"), []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, size := range []int{100, 950} {
+		if _, err := s.Create(ctx, fmt.Appendf(nil, "w/k%d", i), bytes.Repeat([]byte("v"), size)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ch, err := s.Watch(ctx, storage.WatchOptions{Prefix: []byte("w/k"), FromRevision: start, BufferBytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // the consumer is stalled
+	if n := len(rec.watches()); n > 2 {
+		t.Errorf("%d etcd watches opened in a second while the consumer was stalled", n)
+	}
+	for i := range 2 {
+		select {
+		case ev := <-ch:
+			if ev.Type != storage.EventPut || string(ev.Key) != fmt.Sprintf("w/k%d", i) {
+				t.Fatalf("event %d: %v %q", i, ev.Type, ev.Key)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("event %d did not come", i)
+		}
+	}
+}
+
+// A bounded watch of an idle store whose consumer is stalled stops sending
+// progress events once its channel is full, and then pauses on the next
+// write instead of letting the etcd client buffer every write.
+func TestWatchBufferBytesIdleProgress(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	s := openStore(t, testOptions(t, srv, "/bounded/"))
+	rec := &recordingWatcher{Watcher: s.cli.Watcher}
+	s.cli.Watcher = rec
+	ctx := t.Context()
+	if _, err := s.Create(ctx, []byte("w/start"), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := s.Watch(ctx, storage.WatchOptions{Prefix: []byte("w/k"), ProgressInterval: 2 * time.Millisecond, BufferBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(ch) < cap(ch) { // progress events fill the channel
+		if time.Now().After(deadline) {
+			t.Fatalf("the channel holds %d progress events", len(ch))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for i := range 4 {
+		if _, err := s.Create(ctx, fmt.Appendf(nil, "w/k%02d", i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline = time.Now().Add(15 * time.Second)
+	for ws := rec.watches(); ws[0].Err() == nil; ws = rec.watches() {
+		if time.Now().After(deadline) {
+			t.Fatal("the etcd watch was not paused behind a full channel")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
