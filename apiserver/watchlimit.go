@@ -143,9 +143,9 @@ func (l *watchLimits) register(reg prometheus.Registerer) error {
 }
 
 // admitWatch takes the slots of a watch request for its user, and gives
-// the watch its user's room for frames (opts.Room); exempt when flow
-// control exempts the request. release is called once the watch is
-// stopped.
+// the watch its user's room for frames and storage reads (opts.Room);
+// exempt when flow control exempts the request. release is called once
+// the watch is stopped.
 func (s *Server) admitWatch(r *http.Request, opts *registry.WatchOptions) (release func(), _ error) {
 	st := stateOf(r)
 	user := ""

@@ -19,9 +19,9 @@ import "context"
 // A watcher that reads from storage (initial events from a snapshot when
 // the cache keeps no state, or history older than the window) holds what
 // it read (a page, or the events storage buffers for it) and reserves that
-// once, before it starts (3 MiB), waiting in Cache.Watch; it keeps
-// the reservation until it has read the last of storage and written the
-// batch that holds it. Its frames need no room of their own meanwhile:
+// once, before it starts (3 MiB), waiting in Cache.Watch; it keeps the
+// reservation until it has read the last of storage and written the batch
+// that holds it. Its frames need no room of their own meanwhile:
 // the watches that may encode them are those that hold a storage
 // reservation.
 type Room interface {
@@ -117,11 +117,12 @@ func objectRoom(o *Object) int64 {
 }
 
 // makeRoom reserves the room of a frame of about n bytes the watcher is
-// about to encode or copy for itself alone. It reports whether the frame may be encoded now, and
-// whether a reservation was taken for it (release it with releaseHeld when
-// the frame turns out not to be held after all). When it may not, the batch
-// must end without consuming the item: this batch holds a reservation
-// already, or has frames and there is no room now, or the watch is ending.
+// about to encode or copy for itself alone. It reports whether the frame
+// may be encoded now, and whether a reservation was taken for it (release
+// it with releaseHeld when the frame turns out not to be held after all).
+// When it may not, the batch must end without consuming the item: this
+// batch holds a reservation already, or has frames and there is no room
+// now, or the watch is ending.
 func (w *Watcher) makeRoom(n int64, dst []byte) (ok, taken bool) {
 	if w.room == nil || n < ReserveMinBytes {
 		return true, false

@@ -52,7 +52,8 @@ type Options struct {
 	Bookmarks bool
 
 	// Room, when set, is asked for the memory of the large frames the
-	// watch encodes for itself alone (see Room). Default: no bound.
+	// watch encodes for itself alone and of what it reads from storage
+	// (see Room). Default: no bound.
 	Room Room
 }
 
