@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -10,8 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kapi-dev/kapi/apiserver/openapi"
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/meta"
+	"github.com/kapi-dev/kapi/schema"
 )
 
 // CustomResourceDefinitions (apiextensions.k8s.io/v1) are a read-only view
@@ -25,30 +28,14 @@ import (
 // without them).
 //
 // A custom type is every registered, stored (not virtual) type whose group
-// is not one of Kubernetes' own (isKubernetesGroup).
+// is not one of Kubernetes' own (registry.IsKubernetesGroup).
 
 // crdResource is the view's group and resource.
 var crdResource = meta.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}
 
-// legacyKubernetesGroups are Kubernetes' built-in API groups without a
-// domain (besides the core group "").
-var legacyKubernetesGroups = map[string]bool{"apps": true, "autoscaling": true, "batch": true, "extensions": true, "policy": true}
-
-// isKubernetesGroup reports whether group is one of Kubernetes' own: the
-// core group "", the built-in groups without a domain (apps, autoscaling,
-// batch, extensions, policy), and every group in the k8s.io or
-// kubernetes.io domains, which Kubernetes reserves for its own APIs. Types
-// in these groups reproduce built-in Kubernetes APIs (kube-apiserver serves
-// them itself), so they are no CRDs.
-func isKubernetesGroup(group string) bool {
-	return group == "" || legacyKubernetesGroups[group] ||
-		group == "k8s.io" || strings.HasSuffix(group, ".k8s.io") ||
-		group == "kubernetes.io" || strings.HasSuffix(group, ".kubernetes.io")
-}
-
 // isCustomResource reports whether r is listed as a CRD.
 func isCustomResource(r *registry.Resource) bool {
-	return r.Virtual == nil && !isKubernetesGroup(r.Group)
+	return r.Virtual == nil && !registry.IsKubernetesGroup(r.Group)
 }
 
 // customResourceDefinition is apiextensions.k8s.io/v1 CustomResourceDefinition,
@@ -360,7 +347,7 @@ func renderCRD(ct *crdType) (registry.Object, error) {
 		crd.Spec.Scope = "Namespaced"
 	}
 	for _, r := range ct.versions {
-		schemaJSON, err := json.Marshal(r.Schema)
+		schemaJSON, err := crdSchema(r.Schema)
 		if err != nil {
 			return nil, meta.NewInternalError(fmt.Errorf("encoding the schema of %s/%s: %w", r.GroupResource(), r.Version, err))
 		}
@@ -410,4 +397,41 @@ func (s *Server) customResourceDefinitions() (registry.Resource, error) {
 		Singular: "customresourcedefinition", ShortNames: []string{"crd", "crds"},
 		Virtual: &registry.Virtual{Get: v.get, List: v.list},
 	})
+}
+
+// crdSchema is a type's schema as a CRD's openAPIV3Schema: without the
+// names of published subschemas (openapi.DefinitionKey), which a CRD's
+// schema cannot carry.
+func crdSchema(sch *schema.Schema) ([]byte, error) {
+	b, err := json.Marshal(sch)
+	if err != nil || !bytes.Contains(b, []byte(openapi.DefinitionKey)) {
+		return b, err
+	}
+	var m any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	stripDefinitionNames(m)
+	return json.Marshal(m)
+}
+
+// stripDefinitionNames removes openapi.DefinitionKey from a schema and its
+// subschemas (not from property names).
+func stripDefinitionNames(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		delete(v, openapi.DefinitionKey)
+		if props, ok := v["properties"].(map[string]any); ok {
+			for _, p := range props {
+				stripDefinitionNames(p)
+			}
+		}
+		for _, k := range []string{"items", "additionalProperties", "not", "allOf", "anyOf", "oneOf"} {
+			stripDefinitionNames(v[k])
+		}
+	case []any:
+		for _, c := range v {
+			stripDefinitionNames(c)
+		}
+	}
 }

@@ -119,11 +119,14 @@ func (b opBuilder) pathsAndDefinitions(resources []*registry.Resource) (paths, d
 		for p, item := range b.paths(r) {
 			paths[p] = item
 		}
-		defs[definitionName(r.Group, r.Version, r.Kind)] = schemaMap(r, b.ref, b.v3)
+		sm := schemaMap(r, b.ref, b.v3)
+		hoistDefinitions(sm, defs, b.ref, b.v3)
+		defs[definitionName(r.Group, r.Version, r.Kind)] = sm
 		if r.Virtual == nil || r.Virtual.List != nil {
 			defs[definitionName(r.Group, r.Version, r.ListKind)] = listSchema(r, b.ref)
 		}
 		for n, def := range subresourceDefinitions(r, b.v3, b.ref) {
+			hoistDefinitions(def.(map[string]any), defs, b.ref, b.v3)
 			defs[n] = def
 		}
 	}

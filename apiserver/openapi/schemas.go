@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"encoding/json"
+	"maps"
 	"strings"
 
 	"github.com/kapi-dev/kapi/apiserver/registry"
@@ -16,11 +17,20 @@ const (
 	deleteOptsName = metaPkg + "DeleteOptions"
 )
 
-// definitionName is the OpenAPI name of a kind: io.k8s.api.core.v1.ConfigMap
-// for the core group, the reversed group otherwise (dev.example.v1.Widget).
+// definitionName is the OpenAPI name of a kind, as kube-apiserver names
+// it: io.k8s.api.core.v1.ConfigMap for the core group, the group's first
+// label under io.k8s.api for Kubernetes' own groups
+// (io.k8s.api.coordination.v1.Lease; a CustomResourceDefinition has its
+// package's), the reversed group otherwise (dev.example.v1.Widget).
 func definitionName(group, version, kind string) string {
-	if group == "" {
+	switch {
+	case group == "":
 		return "io.k8s.api.core." + version + "." + kind
+	case group == "apiextensions.k8s.io":
+		return "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions." + version + "." + kind
+	case registry.IsKubernetesGroup(group) && !strings.HasSuffix(group, "kubernetes.io"):
+		first, _, _ := strings.Cut(group, ".")
+		return "io.k8s.api." + first + "." + version + "." + kind
 	}
 	parts := strings.Split(group, ".")
 	for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
@@ -173,4 +183,51 @@ func subresourceDefinitions(r *registry.Resource, v3 bool, ref func(string) stri
 		out[definitionName(sr.Kind.Group, sr.Kind.Version, sr.Kind.Kind)] = schemaMap(&fake, ref, v3)
 	}
 	return out
+}
+
+// DefinitionKey, on a subschema of a type's schema, names the OpenAPI
+// definition (component) the subschema is published as, with a reference
+// in its place, as kube-apiserver publishes the nested structs of its
+// built-in types (io.k8s.api.core.v1.ObjectReference): kubectl explain
+// shows the name's last part as the field's type. Subschemas of the same
+// name must be the same.
+const DefinitionKey = "x-kapi-definition"
+
+// hoistDefinitions moves every subschema of s (properties, items,
+// additionalProperties, at any depth) that names its definition
+// (DefinitionKey) into defs, leaving a reference in its place.
+func hoistDefinitions(s map[string]any, defs map[string]any, ref func(string) string, v3 bool) {
+	if props, ok := s["properties"].(map[string]any); ok {
+		for k, p := range props {
+			props[k] = hoistNode(p, defs, ref, v3)
+		}
+	}
+	for _, k := range []string{"items", "additionalProperties"} {
+		if _, ok := s[k].(map[string]any); ok {
+			s[k] = hoistNode(s[k], defs, ref, v3)
+		}
+	}
+}
+
+func hoistNode(n any, defs map[string]any, ref func(string) string, v3 bool) any {
+	m, ok := n.(map[string]any)
+	if !ok {
+		return n
+	}
+	hoistDefinitions(m, defs, ref, v3)
+	name, _ := m[DefinitionKey].(string)
+	if name == "" {
+		return m
+	}
+	def := maps.Clone(m)
+	delete(def, DefinitionKey)
+	if _, ok := defs[name]; !ok {
+		defs[name] = def
+	}
+	// The description is the definition's (a type's, in the built-in
+	// schemas): kubectl explain would show it twice on the reference too.
+	if v3 {
+		return map[string]any{"allOf": []any{map[string]any{"$ref": ref(name)}}}
+	}
+	return map[string]any{"$ref": ref(name)}
 }

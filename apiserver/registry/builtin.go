@@ -34,8 +34,8 @@ func Namespaces() Resource {
 		Kind:       "Namespace",
 		ShortNames: []string{"ns"},
 		Schema: mustSchema(`{"type":"object","description":"Namespace provides a scope for Names.","properties":{` + typeMetaProps + `,
-"spec":{"type":"object","description":"Spec defines the behavior of the Namespace.","properties":{"finalizers":{"type":"array","items":{"type":"string"},"description":"Finalizers is an opaque list of values that must be empty to permanently remove object from storage."}}},
-"status":{"type":"object","description":"Status describes the current status of a Namespace.","properties":{"phase":{"type":"string","description":"Phase is the current lifecycle phase of the namespace."},"conditions":{"type":"array","description":"Represents the latest available observations of a namespace's current state.","items":{"type":"object","description":"NamespaceCondition contains details about state of namespace.","properties":{
+"spec":{"x-kapi-definition":"io.k8s.api.core.v1.NamespaceSpec","type":"object","description":"Spec defines the behavior of the Namespace.","properties":{"finalizers":{"type":"array","items":{"type":"string"},"description":"Finalizers is an opaque list of values that must be empty to permanently remove object from storage."}}},
+"status":{"x-kapi-definition":"io.k8s.api.core.v1.NamespaceStatus","type":"object","description":"Status describes the current status of a Namespace.","properties":{"phase":{"type":"string","description":"Phase is the current lifecycle phase of the namespace."},"conditions":{"type":"array","description":"Represents the latest available observations of a namespace's current state.","items":{"x-kapi-definition":"io.k8s.api.core.v1.NamespaceCondition","type":"object","description":"NamespaceCondition contains details about state of namespace.","properties":{
 "type":{"type":"string","description":"Type of namespace controller condition."},
 "status":{"type":"string","description":"Status of the condition, one of True, False, Unknown."},
 "lastTransitionTime":{"type":"string","format":"date-time","description":"Last time the condition transitioned from one status to another."},

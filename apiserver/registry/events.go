@@ -82,7 +82,7 @@ func eventsOptions(opts EventOptions) Options {
 }
 
 // objectReferenceSchema is core/v1 ObjectReference.
-const objectReferenceSchema = `{"type":"object","x-kubernetes-map-type":"atomic","description":"ObjectReference contains enough information to let you inspect or modify the referred object.","properties":{
+const objectReferenceSchema = `{"x-kapi-definition":"io.k8s.api.core.v1.ObjectReference","type":"object","x-kubernetes-map-type":"atomic","description":"ObjectReference contains enough information to let you inspect or modify the referred object.","properties":{
 "apiVersion":{"type":"string","description":"API version of the referent."},
 "fieldPath":{"type":"string","description":"If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement."},
 "kind":{"type":"string","description":"Kind of the referent."},
@@ -91,11 +91,17 @@ const objectReferenceSchema = `{"type":"object","x-kubernetes-map-type":"atomic"
 "resourceVersion":{"type":"string","description":"Specific resourceVersion to which this reference is made, if any."},
 "uid":{"type":"string","description":"UID of the referent."}}}`
 
-const eventSourceSchema = `{"type":"object","description":"EventSource contains information for an event.","properties":{
+const eventSourceSchema = `{"x-kapi-definition":"io.k8s.api.core.v1.EventSource","type":"object","description":"EventSource contains information for an event.","properties":{
 "component":{"type":"string","description":"Component from which the event is generated."},
 "host":{"type":"string","description":"Node name on which the event is generated."}}}`
 
-const eventSeriesSchema = `{"type":"object","description":"EventSeries contain information on series of events, i.e. thing that was/is happening continuously for some time.","properties":{
+// eventSeriesSchema is EventSeries, defined once in core/v1 and once in
+// events.k8s.io/v1 (pkg, the definition's package).
+func eventSeriesSchema(pkg string) string {
+	return `{"x-kapi-definition":"io.k8s.api.` + pkg + `.EventSeries",` + eventSeriesBody
+}
+
+const eventSeriesBody = `"type":"object","description":"EventSeries contain information on series of events, i.e. thing that was/is happening continuously for some time.","properties":{
 "count":{"type":"integer","format":"int32","description":"Number of occurrences in this series up to the last heartbeat time."},
 "lastObservedTime":{"type":"string","format":"date-time","description":"Time of the last occurrence observed."}}}`
 
@@ -151,7 +157,7 @@ func coreEvents(opts EventOptions, budget *eventBudget) Resource {
 "count":{"type":"integer","format":"int32","description":"The number of times this event has occurred."},
 "type":{"type":"string","description":"Type of this event (Normal, Warning), new types could be added in the future"},
 "eventTime":{"type":"string","format":"date-time","description":"Time when this Event was first observed."},
-"series":` + eventSeriesSchema + `,
+"series":` + eventSeriesSchema("core.v1") + `,
 "action":{"type":"string","description":"What action was taken/failed regarding to the Regarding object."},
 "related":` + objectReferenceSchema + `,
 "reportingComponent":{"type":"string","description":"Name of the controller that emitted this Event, e.g. ` + "`kubernetes.io/kubelet`" + `."},

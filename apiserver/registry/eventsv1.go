@@ -40,7 +40,7 @@ func eventsV1(opts EventOptions, budget *eventBudget) Resource {
 		Namespaced: true,
 		Schema: mustSchema(`{"type":"object","description":"Event is a report of an event somewhere in the cluster. It generally denotes some state change in the system.","properties":{` + typeMetaProps + `,
 "eventTime":{"type":"string","format":"date-time","description":"eventTime is the time when this Event was first observed. It is required."},
-"series":` + eventSeriesSchema + `,
+"series":` + eventSeriesSchema("events.v1") + `,
 "reportingController":{"type":"string","description":"reportingController is the name of the controller that emitted this Event, e.g. ` + "`kubernetes.io/kubelet`" + `. This field cannot be empty for new Events."},
 "reportingInstance":{"type":"string","description":"reportingInstance is the ID of the controller instance, e.g. ` + "`kubelet-xyzf`" + `. This field cannot be empty for new Events and it can have at most 128 characters."},
 "action":{"type":"string","description":"action is what action was taken/failed regarding to the regarding object. It is machine-readable. This field cannot be empty for new Events and it can have at most 128 characters."},

@@ -42,7 +42,7 @@ func Leases() Resource {
 		Kind:       "Lease",
 		Namespaced: true,
 		Schema: mustSchema(`{"type":"object","description":"Lease defines a lease concept.","properties":{` + typeMetaProps + `,
-"spec":{"type":"object","description":"spec contains the specification of the Lease.","properties":{
+"spec":{"x-kapi-definition":"io.k8s.api.coordination.v1.LeaseSpec","type":"object","description":"spec contains the specification of the Lease.","properties":{
 "holderIdentity":{"type":"string","description":"holderIdentity contains the identity of the holder of a current lease."},
 "leaseDurationSeconds":{"type":"integer","format":"int32","description":"leaseDurationSeconds is a duration that candidates for a lease need to wait to force acquire it. This is measured against the time of last observed renewTime."},
 "acquireTime":{"type":"string","format":"date-time","description":"acquireTime is a time when the current lease was acquired."},

@@ -328,6 +328,14 @@ func TestKubectlExplain(t *testing.T) {
 			t.Errorf("explain configmaps: no match for %s in:\n%s", re, out)
 		}
 	}
+
+	// A built-in type's nested structs are named, as kube-apiserver's are.
+	out = s.MustKubectl(t, "explain", "namespaces.status")
+	for _, re := range []string{`(?m)^FIELD:\s+status <NamespaceStatus>$`, `(?m)^\s+conditions\s+<\[\]NamespaceCondition>$`, `(?m)^\s+phase\s+<string>$`} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("explain namespaces.status: no match for %s in:\n%s", re, out)
+		}
+	}
 }
 
 func TestKubectlFieldValidation(t *testing.T) {
