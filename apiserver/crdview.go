@@ -411,27 +411,6 @@ func crdSchema(sch *schema.Schema) ([]byte, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, err
 	}
-	stripDefinitionNames(m)
+	openapi.StripDefinitionNames(m)
 	return json.Marshal(m)
-}
-
-// stripDefinitionNames removes openapi.DefinitionKey from a schema and its
-// subschemas (not from property names).
-func stripDefinitionNames(v any) {
-	switch v := v.(type) {
-	case map[string]any:
-		delete(v, openapi.DefinitionKey)
-		if props, ok := v["properties"].(map[string]any); ok {
-			for _, p := range props {
-				stripDefinitionNames(p)
-			}
-		}
-		for _, k := range []string{"items", "additionalProperties", "not", "allOf", "anyOf", "oneOf"} {
-			stripDefinitionNames(v[k])
-		}
-	case []any:
-		for _, c := range v {
-			stripDefinitionNames(c)
-		}
-	}
 }

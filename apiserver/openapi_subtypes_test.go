@@ -12,11 +12,15 @@ import (
 // Built-in types publish their nested structs as definitions of their own,
 // referenced from their fields, as kube-apiserver does (kubectl explain
 // shows <ObjectReference>, not <Object>), in OpenAPI v3 and v2; the names
-// never show in a document or in a CRD's schema.
+// never show in a document or in a CRD's schema, wherever they are put
+// (a root, anyOf, an invalid or empty name).
 func TestOpenAPISubtypeDefinitions(t *testing.T) {
 	api, ts := newTestServer(t)
 	var gizmo schema.Schema
-	if err := json.Unmarshal([]byte(`{"type":"object","properties":{"spec":{"x-kapi-definition":"dev.example.v1.GizmoSpec","type":"object","properties":{"size":{"type":"integer"}}}}}`), &gizmo); err != nil {
+	if err := json.Unmarshal([]byte(`{"x-kapi-definition":"dev.example.v1.Root","type":"object","properties":{
+"spec":{"x-kapi-definition":"dev.example.v1.GizmoSpec","type":"object","properties":{"size":{"type":"integer"}}},
+"odd":{"x-kapi-definition":"a/b","type":"object","anyOf":[{"x-kapi-definition":"dev.example.v1.Any","required":["x"]}]},
+"empty":{"x-kapi-definition":"","type":"string"}}}`), &gizmo); err != nil {
 		t.Fatal(err)
 	}
 	for _, res := range append(registry.Events(registry.EventOptions{}), registry.Leases(),

@@ -229,7 +229,7 @@ func (b *tableBuilder) row(raw []byte) (tableRow, string, error) {
 		case c.Value != nil:
 			row.Cells = append(row.Cells, dateCell(c.Value(obj), c.Type, b.now))
 		case obj != nil:
-			row.Cells = append(row.Cells, cellValue(b.paths[i].first(obj), c.Type, b.now))
+			row.Cells = append(row.Cells, orMissing(cellValue(b.paths[i].first(obj), c.Type, b.now), c))
 		default:
 			st := b.starts[i]
 			from := raw
@@ -245,7 +245,7 @@ func (b *tableBuilder) row(raw []byte) (tableRow, string, error) {
 					return row, "", internal(err)
 				}
 			}
-			row.Cells = append(row.Cells, cellValue(v, c.Type, b.now))
+			row.Cells = append(row.Cells, orMissing(cellValue(v, c.Type, b.now), c))
 		}
 	}
 	switch b.include {
@@ -277,6 +277,15 @@ func withTypeMeta(raw []byte, kind, apiVersion string) []byte {
 		out = append(out, ',')
 	}
 	return append(out, body...)
+}
+
+// orMissing is cell, or the column's Missing when the JSONPath found no
+// value of the column's type.
+func orMissing(cell any, c registry.Column) any {
+	if cell == nil && c.Missing != nil {
+		return c.Missing
+	}
+	return cell
 }
 
 // dateCell renders a Value column's timestamp (an RFC 3339 string or a

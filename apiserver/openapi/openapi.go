@@ -121,12 +121,14 @@ func (b opBuilder) pathsAndDefinitions(resources []*registry.Resource) (paths, d
 		}
 		sm := schemaMap(r, b.ref, b.v3)
 		hoistDefinitions(sm, defs, b.ref, b.v3)
+		StripDefinitionNames(sm)
 		defs[definitionName(r.Group, r.Version, r.Kind)] = sm
 		if r.Virtual == nil || r.Virtual.List != nil {
 			defs[definitionName(r.Group, r.Version, r.ListKind)] = listSchema(r, b.ref)
 		}
 		for n, def := range subresourceDefinitions(r, b.v3, b.ref) {
 			hoistDefinitions(def.(map[string]any), defs, b.ref, b.v3)
+			StripDefinitionNames(def)
 			defs[n] = def
 		}
 	}

@@ -216,11 +216,11 @@ func hoistNode(n any, defs map[string]any, ref func(string) string, v3 bool) any
 	}
 	hoistDefinitions(m, defs, ref, v3)
 	name, _ := m[DefinitionKey].(string)
-	if name == "" {
-		return m
+	if !validDefinitionName(name) {
+		return m // StripDefinitionNames removes the key
 	}
 	def := maps.Clone(m)
-	delete(def, DefinitionKey)
+	StripDefinitionNames(def)
 	if _, ok := defs[name]; !ok {
 		defs[name] = def
 	}
@@ -230,4 +230,41 @@ func hoistNode(n any, defs map[string]any, ref func(string) string, v3 bool) any
 		return map[string]any{"allOf": []any{map[string]any{"$ref": ref(name)}}}
 	}
 	return map[string]any{"$ref": ref(name)}
+}
+
+// validDefinitionName reports whether name may name a definition: letters,
+// digits, '.', '_' and '-' (it is part of a reference's JSON pointer).
+func validDefinitionName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// StripDefinitionNames removes DefinitionKey from a schema (a generic JSON
+// value) and its subschemas, not from property names: what hoisting left
+// (a root, subschemas under allOf, anyOf, oneOf or not, invalid names),
+// and a CRD's schema, which cannot carry it.
+func StripDefinitionNames(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		delete(v, DefinitionKey)
+		if props, ok := v["properties"].(map[string]any); ok {
+			for _, p := range props {
+				StripDefinitionNames(p)
+			}
+		}
+		for _, k := range []string{"items", "additionalProperties", "not", "allOf", "anyOf", "oneOf"} {
+			StripDefinitionNames(v[k])
+		}
+	case []any:
+		for _, c := range v {
+			StripDefinitionNames(c)
+		}
+	}
 }

@@ -266,12 +266,9 @@ func (st Strategy) prepareEveryWrite(fn func(Object)) Strategy {
 // ageColumn is the Age column of kube-apiserver's built-in printers:
 // declared a string, "<unknown>" for an object without a creation time (a
 // bookmark's).
-var ageColumn = Column{Name: "Age", Type: "date", DefinitionType: "string",
-	Description: "CreationTimestamp is a timestamp representing the server time when this object was created.",
-	Value: func(obj Object) any {
-		t, _, _ := meta.NestedString(obj, "metadata", "creationTimestamp")
-		return orZeroTime(t)
-	}}
+var ageColumn = Column{Name: "Age", Type: "date", DefinitionType: "string", JSONPath: ".metadata.creationTimestamp",
+	Missing:     "<unknown>",
+	Description: "CreationTimestamp is a timestamp representing the server time when this object was created."}
 
 // isConfigMapKey matches [-._a-zA-Z0-9]+ (a hand-written check: it runs
 // for every key of every configmap written).

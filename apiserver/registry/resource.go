@@ -209,6 +209,11 @@ type Column struct {
 	// date column, a timestamp it returns (RFC 3339 text or a time.Time) is
 	// shown as an age, as a JSONPath date column's is.
 	Value func(obj Object) any
+	// Missing, when set, is the cell of a JSONPath column that finds no
+	// value of its type (default null, as a custom resource's column):
+	// kube-apiserver's built-in printers show "<unknown>" for a missing
+	// time.
+	Missing any
 }
 
 // Strategy holds optional hooks into the generic lifecycle. Each receives the
