@@ -28,14 +28,30 @@ import (
 // without them).
 //
 // A custom type is every registered, stored (not virtual) type whose group
-// is not one of Kubernetes' own (registry.IsKubernetesGroup).
+// is not one of Kubernetes' own (isKubernetesGroup).
 
 // crdResource is the view's group and resource.
 var crdResource = meta.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}
 
+// legacyKubernetesGroups are Kubernetes' built-in API groups without a
+// domain (besides the core group "").
+var legacyKubernetesGroups = map[string]bool{"apps": true, "autoscaling": true, "batch": true, "extensions": true, "policy": true}
+
+// isKubernetesGroup reports whether group is one of Kubernetes' own: the
+// core group "", the built-in groups without a domain (apps, autoscaling,
+// batch, extensions, policy), and every group in the k8s.io or
+// kubernetes.io domains, which Kubernetes reserves for its own APIs. Types
+// in these groups reproduce built-in Kubernetes APIs (kube-apiserver serves
+// them itself), so they are no CRDs.
+func isKubernetesGroup(group string) bool {
+	return group == "" || legacyKubernetesGroups[group] ||
+		group == "k8s.io" || strings.HasSuffix(group, ".k8s.io") ||
+		group == "kubernetes.io" || strings.HasSuffix(group, ".kubernetes.io")
+}
+
 // isCustomResource reports whether r is listed as a CRD.
 func isCustomResource(r *registry.Resource) bool {
-	return r.Virtual == nil && !registry.IsKubernetesGroup(r.Group)
+	return r.Virtual == nil && !isKubernetesGroup(r.Group)
 }
 
 // customResourceDefinition is apiextensions.k8s.io/v1 CustomResourceDefinition,

@@ -80,8 +80,8 @@ func TestIsKubernetesGroup(t *testing.T) {
 		"internal.apiserver.k8s.io": true, "kubernetes.io": true, "node.kubernetes.io": true,
 		"example.dev": false, "apps.example.dev": false, "mycorp.io": false, "k8s.io.example.dev": false, "xk8s.io": false,
 	} {
-		if got := registry.IsKubernetesGroup(group); got != want {
-			t.Errorf("IsKubernetesGroup(%q) = %v, want %v", group, got, want)
+		if got := isKubernetesGroup(group); got != want {
+			t.Errorf("isKubernetesGroup(%q) = %v, want %v", group, got, want)
 		}
 	}
 }
@@ -343,7 +343,7 @@ func TestCRDViewFollowsRegistry(t *testing.T) {
 				name := res.Resource + "." + g.Metadata.Name
 				crd, ok := byName[name]
 				stored := strings.Contains(strings.Join(res.Verbs, ","), "watch")
-				if !stored || registry.IsKubernetesGroup(g.Metadata.Name) {
+				if !stored || isKubernetesGroup(g.Metadata.Name) {
 					if ok {
 						t.Errorf("%s is a CRD", name)
 					}

@@ -17,10 +17,26 @@ const (
 	deleteOptsName = metaPkg + "DeleteOptions"
 )
 
+// isKubeAPIGroup reports whether kube-apiserver serves group from
+// k8s.io/api, naming its kinds io.k8s.api.<first label>.<version>.<Kind>.
+// Other groups in the k8s.io domain are served as CRDs
+// (gateway.networking.k8s.io) and named by their reversed group.
+func isKubeAPIGroup(group string) bool {
+	switch group {
+	case "admissionregistration.k8s.io", "apps", "authentication.k8s.io", "authorization.k8s.io",
+		"autoscaling", "batch", "certificates.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
+		"events.k8s.io", "extensions", "flowcontrol.apiserver.k8s.io", "internal.apiserver.k8s.io",
+		"networking.k8s.io", "node.k8s.io", "policy", "rbac.authorization.k8s.io", "resource.k8s.io",
+		"scheduling.k8s.io", "storage.k8s.io", "storagemigration.k8s.io":
+		return true
+	}
+	return false
+}
+
 // definitionName is the OpenAPI name of a kind, as kube-apiserver names
 // it: io.k8s.api.core.v1.ConfigMap for the core group, the group's first
-// label under io.k8s.api for Kubernetes' own groups
-// (io.k8s.api.coordination.v1.Lease; a CustomResourceDefinition has its
+// label under io.k8s.api for its other groups (isKubeAPIGroup;
+// io.k8s.api.coordination.v1.Lease; a CustomResourceDefinition has its
 // package's), the reversed group otherwise (dev.example.v1.Widget).
 func definitionName(group, version, kind string) string {
 	switch {
@@ -28,7 +44,7 @@ func definitionName(group, version, kind string) string {
 		return "io.k8s.api.core." + version + "." + kind
 	case group == "apiextensions.k8s.io":
 		return "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions." + version + "." + kind
-	case registry.IsKubernetesGroup(group) && !strings.HasSuffix(group, "kubernetes.io"):
+	case isKubeAPIGroup(group):
 		first, _, _ := strings.Cut(group, ".")
 		return "io.k8s.api." + first + "." + version + "." + kind
 	}

@@ -373,19 +373,3 @@ func (r *Resource) complete() error {
 	}
 	return nil
 }
-
-// legacyKubernetesGroups are Kubernetes' built-in API groups without a
-// domain (besides the core group "").
-var legacyKubernetesGroups = map[string]bool{"apps": true, "autoscaling": true, "batch": true, "extensions": true, "policy": true}
-
-// IsKubernetesGroup reports whether group is one of Kubernetes' own: the
-// core group "", the built-in groups without a domain (apps, autoscaling,
-// batch, extensions, policy), and every group in the k8s.io or
-// kubernetes.io domains, which Kubernetes reserves for its own APIs. Types
-// in these groups reproduce built-in Kubernetes APIs (kube-apiserver serves
-// them itself), so they are no CRDs.
-func IsKubernetesGroup(group string) bool {
-	return group == "" || legacyKubernetesGroups[group] ||
-		group == "k8s.io" || strings.HasSuffix(group, ".k8s.io") ||
-		group == "kubernetes.io" || strings.HasSuffix(group, ".kubernetes.io")
-}
