@@ -23,15 +23,15 @@ type selfSubjectAccessReview struct {
 	meta.TypeMeta `json:",inline"`
 	Metadata      meta.ObjectMeta `json:"metadata"`
 	Spec          struct {
-		ResourceAttributes    *resourceAttributes    `json:"resourceAttributes,omitempty" doc:"Information for a resource access request."`
-		NonResourceAttributes *nonResourceAttributes `json:"nonResourceAttributes,omitempty" doc:"Information for a non-resource access request."`
-	} `json:"spec" kapi:"required" doc:"The attributes being checked."`
+		ResourceAttributes    *resourceAttributes    `json:"resourceAttributes,omitempty" doc:"Information for a resource access request." kapi:"definition=io.k8s.api.authorization.v1.ResourceAttributes"`
+		NonResourceAttributes *nonResourceAttributes `json:"nonResourceAttributes,omitempty" doc:"Information for a non-resource access request." kapi:"definition=io.k8s.api.authorization.v1.NonResourceAttributes"`
+	} `json:"spec" kapi:"required,definition=io.k8s.api.authorization.v1.SelfSubjectAccessReviewSpec" doc:"The attributes being checked."`
 	Status struct {
 		Allowed         bool   `json:"allowed" doc:"Whether the action is allowed."`
 		Denied          bool   `json:"denied,omitempty" doc:"Whether the action is explicitly denied."`
 		Reason          string `json:"reason,omitempty" doc:"Why the action is allowed or denied."`
 		EvaluationError string `json:"evaluationError,omitempty" doc:"Why the authorizer failed, if it did."`
-	} `json:"status,omitempty" doc:"Filled in by the server: whether the request is allowed."`
+	} `json:"status,omitempty" kapi:"definition=io.k8s.api.authorization.v1.SubjectAccessReviewStatus" doc:"Filled in by the server: whether the request is allowed."`
 }
 
 type resourceAttributes struct {

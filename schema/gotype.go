@@ -51,7 +51,7 @@ func For[T any]() (*Schema, error) {
 //	minLength=<n>, maxLength=<n>, pattern=<re>,
 //	minItems=<n>, maxItems=<n>, minProperties=<n>, maxProperties=<n>,
 //	listType=atomic|set|map, listMapKeys=k1|k2, mapType=granular|atomic,
-//	patchStrategy=<s>, patchMergeKey=<k>,
+//	patchStrategy=<s>, patchMergeKey=<k>, definition=<OpenAPI name>,
 //	preserveUnknownFields, embeddedResource, intOrString,
 //	rule=<CEL>, message=<text>, messageExpression=<CEL>, reason=<r>,
 //	fieldPath=<path>, optionalOldSelf

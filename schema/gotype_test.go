@@ -266,6 +266,8 @@ type markers struct {
 	Typed string            `json:"typed" kapi:"type=integer,default=3"`
 	Quote string            `json:"quote" kapi:"enum=\"a|b\"|c"`
 	Flag  bool              `json:"flag" kapi:"default=true"`
+	Def   *Port             `json:"def" kapi:"definition=dev.example.v1.Port"`
+	Defs  []Port            `json:"defs" kapi:"items.definition=dev.example.v1.Port"`
 }
 
 func TestFromGoTypeMarkers(t *testing.T) {
@@ -286,6 +288,8 @@ func TestFromGoTypeMarkers(t *testing.T) {
 		"typed": `{"type":"integer","default":3}`,
 		"quote": `{"type":"string","enum":["a|b","c"]}`,
 		"flag":  `{"type":"boolean","default":true}`,
+		"def":   `{"x-kapi-definition":"dev.example.v1.Port","type":"object","required":["name","port"],"properties":{"name":{"type":"string"},"port":{"type":"integer","format":"int32","minimum":1,"maximum":65535},"protocol":{"type":"string","enum":["TCP","UDP"],"default":"TCP"}}}`,
+		"defs":  `{"type":"array","items":{"x-kapi-definition":"dev.example.v1.Port","type":"object","required":["name","port"],"properties":{"name":{"type":"string"},"port":{"type":"integer","format":"int32","minimum":1,"maximum":65535},"protocol":{"type":"string","enum":["TCP","UDP"],"default":"TCP"}}}}`,
 	}
 	for name, js := range want {
 		got, _ := json.Marshal(s.Properties[name])

@@ -16,7 +16,7 @@ var (
 		"minLength": true, "maxLength": true, "pattern": true,
 		"minItems": true, "maxItems": true, "minProperties": true, "maxProperties": true,
 		"listType": true, "listMapKeys": true, "mapType": true,
-		"patchStrategy": true, "patchMergeKey": true,
+		"patchStrategy": true, "patchMergeKey": true, "definition": true,
 		"rule": true, "message": true, "messageExpression": true, "reason": true, "fieldPath": true,
 	}
 	flagMarkers = map[string]bool{
@@ -224,6 +224,12 @@ func applyMarker(s *Schema, m marker) error {
 		s.XPatchStrategy = m.value
 	case "patchMergeKey":
 		s.XPatchMergeKey = m.value
+	case "definition":
+		b, _ := json.Marshal(m.value)
+		if s.extra == nil {
+			s.extra = map[string]json.RawMessage{}
+		}
+		s.extra[DefinitionKey] = b
 	case "enum":
 		return applyEnum(s, m.value)
 	case "default":

@@ -77,6 +77,14 @@ const (
 	PatchStrategyReplace = "replace"
 )
 
+// DefinitionKey, on a subschema, names the OpenAPI definition (component)
+// the subschema is published as, with a reference in its place, as
+// kube-apiserver publishes the nested structs of its built-in types
+// (io.k8s.api.core.v1.ObjectReference): kubectl explain shows the name's
+// last part as the field's type. The marker definition= sets it. It is
+// not enforced.
+const DefinitionKey = "x-kapi-definition"
+
 // Schema is a structural OpenAPI v3 schema. It marshals to and from OpenAPI
 // JSON; keywords outside the fields below (allOf, anyOf, oneOf, not, ...) are
 // kept and written back when the schema is marshalled, but are not enforced.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kapi-dev/kapi/apiserver/registry"
+	"github.com/kapi-dev/kapi/schema"
 )
 
 const (
@@ -201,13 +202,9 @@ func subresourceDefinitions(r *registry.Resource, v3 bool, ref func(string) stri
 	return out
 }
 
-// DefinitionKey, on a subschema of a type's schema, names the OpenAPI
-// definition (component) the subschema is published as, with a reference
-// in its place, as kube-apiserver publishes the nested structs of its
-// built-in types (io.k8s.api.core.v1.ObjectReference): kubectl explain
-// shows the name's last part as the field's type. Subschemas of the same
-// name must be the same.
-const DefinitionKey = "x-kapi-definition"
+// DefinitionKey is schema.DefinitionKey: subschemas of the same name must
+// be the same.
+const DefinitionKey = schema.DefinitionKey
 
 // hoistDefinitions moves every subschema of s (properties, items,
 // additionalProperties, at any depth) that names its definition

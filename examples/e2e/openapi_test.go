@@ -327,13 +327,10 @@ users:
 			t.Errorf("kubectl create -f ssar.yaml %s: %v\n%s%s", validate, r.Err, r.Stdout, r.Stderr)
 		}
 	}
-	// kube-apiserver's answer: error validating "bad-ssar.yaml": error
-	// validating data: ValidationError(SelfSubjectAccessReview.spec.resourceAttributes):
-	// unknown field "colour" in io.k8s.api.authorization.v1.ResourceAttributes
-	// (kapi's schema has no definition for the nested type: the message
-	// names its place in SelfSubjectAccessReview instead).
+	// kube-apiserver's answer, word for word: the nested type is a named
+	// definition.
 	r := kubectl("create", "-f", bad, "-o", "yaml")
-	if r.Err == nil || !strings.Contains(r.Stderr, `error validating data: ValidationError(SelfSubjectAccessReview.spec.resourceAttributes): unknown field "colour" in `) {
+	if r.Err == nil || !strings.Contains(r.Stderr, `error validating data: ValidationError(SelfSubjectAccessReview.spec.resourceAttributes): unknown field "colour" in io.k8s.api.authorization.v1.ResourceAttributes`) {
 		t.Errorf("kubectl create -f bad-ssar.yaml: %v\n%s%s", r.Err, r.Stdout, r.Stderr)
 	}
 	// --validate=warn: skipped on the client, the server warns.
