@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -145,18 +146,11 @@ func TestRoomMatchesUnbounded(t *testing.T) {
 					}
 					close(stopHog)
 					hogWG.Wait()
-					if len(got) != len(want) {
-						t.Fatalf("got %d events, want %d", len(got), len(want))
-					}
-					for i := range want {
-						if got[i] != want[i] {
-							t.Fatalf("event %d: %s, want %s", i, got[i], want[i])
-						}
+					if !slices.Equal(got, want) {
+						t.Fatalf("got %d events, want %d:\n%v\n%v", len(got), len(want), got, want)
 					}
 					w.Stop()
-					if free, _ := room.state(); free != 64<<10 {
-						t.Fatalf("%d bytes free after stop", free)
-					}
+					room.expectFree(t, 64<<10, "after stop")
 					t.Logf("%d events", len(got))
 				})
 			}

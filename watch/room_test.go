@@ -77,33 +77,52 @@ func bigValue(i, kib int) string {
 	return fmt.Sprintf("%d%s", i, strings.Repeat("v", kib<<10))
 }
 
+// putBig writes n values of kib KiB under k0..k(n-1) and waits for the
+// cache to have them.
+func (e *env) putBig(n, kib int) {
+	e.t.Helper()
+	for i := range n {
+		e.put(fmt.Sprintf("%sk%d", testPrefix, i), bigValue(i, kib))
+	}
+	e.waitCaughtUp()
+}
+
+// startWatch starts a watch of the cache, stopped when the test ends.
+func (e *env) startWatch(ctx context.Context, opts Options) *Watcher {
+	e.t.Helper()
+	w, err := e.cache.Watch(ctx, opts)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(w.Stop)
+	return w
+}
+
+// expectFree fails unless want bytes of the room are free.
+func (r *testRoom) expectFree(t *testing.T, want int64, when string) {
+	t.Helper()
+	if free, _ := r.state(); free != want {
+		t.Fatalf("%d bytes free %s, want %d", free, when, want)
+	}
+}
+
 // Frames of large objects a watch encodes for itself are reserved before
 // they are encoded, one per batch, and given back once the next batch is
 // asked for or the watch stops; a watch without room waits for it, holding
 // none itself.
 func TestRoomBoundsOwnFrames(t *testing.T) {
 	e := newEnv(t, Settings{})
-	for i := range 3 {
-		e.put(fmt.Sprintf("%sk%d", testPrefix, i), bigValue(i, 100))
-	}
-	e.waitCaughtUp()
+	e.putBig(3, 100)
 	const size = 150 << 10 // one frame of 100 KiB at a time
 	room := newTestRoom(size)
 	start := func() *Watcher {
-		w, err := e.cache.Watch(context.Background(), Options{Initial: true, Encoder: &perWatchEncoder{}, Room: room})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(w.Stop)
-		return w
+		return e.startWatch(context.Background(), Options{Initial: true, Encoder: &perWatchEncoder{}, Room: room})
 	}
 	w1 := start()
 	if b, err := w1.Next(nil); err != nil || len(parseLines(b)) != 1 || !strings.HasPrefix(string(b), "ADDED /t/k0") {
 		t.Fatalf("first batch %.20q (%d events), %v: want k0 alone", b, len(parseLines(b)), err)
 	}
-	if free, _ := room.state(); free != size-(100<<10+1+frameOverhead) {
-		t.Fatalf("%d bytes free while one 100 KiB frame is out", free)
-	}
+	room.expectFree(t, size-(100<<10+1+frameOverhead), "while one 100 KiB frame is out")
 	w2 := start()
 	got := make(chan string, 1)
 	go func() {
@@ -138,23 +157,14 @@ func (e *rowEncoder) AppendEvent(dst []byte, typ EventType, obj *Object, rev int
 // objects go out in one batch, with little room.
 func TestRoomSmallFramesOfLargeObjects(t *testing.T) {
 	e := newEnv(t, Settings{})
-	for i := range 3 {
-		e.put(fmt.Sprintf("%sk%d", testPrefix, i), bigValue(i, 1024))
-	}
-	e.waitCaughtUp()
+	e.putBig(3, 1024)
 	room := newTestRoom(2 << 20)
-	w, err := e.cache.Watch(context.Background(), Options{Initial: true, Encoder: &rowEncoder{}, Room: room})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	w := e.startWatch(context.Background(), Options{Initial: true, Encoder: &rowEncoder{}, Room: room})
 	b, err := w.Next(nil)
 	if evs := parseLines(b); err != nil || len(evs) != 3 {
 		t.Fatalf("first batch: %v, %v: want the three rows", evs, err)
 	}
-	if free, _ := room.state(); free != 2<<20 {
-		t.Fatalf("%d bytes free with only small frames out", free)
-	}
+	room.expectFree(t, 2<<20, "with only small frames out")
 }
 
 // blockingRoom grants a reservation only once grant is closed, whatever
@@ -207,18 +217,12 @@ func TestRoomSharedFrameKeepsEarlierReservation(t *testing.T) {
 	e.put(testPrefix+"b", bigValue(1, 8))
 	e.waitCaughtUp()
 	room := newTestRoom(1 << 20)
-	w, err := e.cache.Watch(context.Background(), Options{Initial: true, Encoder: e.enc, Room: room})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	w := e.startWatch(context.Background(), Options{Initial: true, Encoder: e.enc, Room: room})
 	b, shared, err := w.NextShared(nil, nil, 1<<10)
 	if err != nil || len(shared) != 1 || !strings.HasPrefix(string(b), "ADDED /t/a") || !strings.HasPrefix(string(shared[0].Frame), "ADDED /t/b") {
 		t.Fatalf("batch %.12q with %d shared frames, %v: want a copied and b shared", b, len(shared), err)
 	}
-	if free, _ := room.state(); free != 1<<20-(20<<10+1+frameOverhead) {
-		t.Fatalf("%d bytes free while a's frame is out", free)
-	}
+	room.expectFree(t, 1<<20-(20<<10+1+frameOverhead), "while a's frame is out")
 }
 
 // Events replayed from storage history (under the storage reservation),
@@ -238,11 +242,7 @@ func TestRoomOneLargeFramePerBatch(t *testing.T) {
 	room := newTestRoom(1 << 20)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang fails, not stalls
 	defer cancel()
-	w, err := e.cache.Watch(ctx, Options{Revision: first, Encoder: &perWatchEncoder{}, Room: room})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	w := e.startWatch(ctx, Options{Revision: first, Encoder: &perWatchEncoder{}, Room: room})
 	var got []string
 	batch := func() {
 		t.Helper()
@@ -288,27 +288,18 @@ func TestRoomOneLargeFramePerBatch(t *testing.T) {
 		}
 	}
 	w.Stop()
-	if free, _ := room.state(); free != 1<<20 {
-		t.Fatalf("%d bytes free after the watch stopped", free)
-	}
+	room.expectFree(t, 1<<20, "after the watch stopped")
 }
 
 // Initial events that each need room go out one per batch, in order, and
 // the initial-events-end bookmark after the last.
 func TestRoomInitialEventsInOrder(t *testing.T) {
 	e := newEnv(t, Settings{})
-	for i := range 5 {
-		e.put(fmt.Sprintf("%sk%d", testPrefix, i), bigValue(i, 20))
-	}
-	e.waitCaughtUp()
+	e.putBig(5, 20)
 	room := newTestRoom(1 << 20)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a lost event fails, not stalls
 	defer cancel()
-	w, err := e.cache.Watch(ctx, Options{Initial: true, InitialEventsEnd: true, Encoder: &perWatchEncoder{}, Room: room})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	w := e.startWatch(ctx, Options{Initial: true, InitialEventsEnd: true, Encoder: &perWatchEncoder{}, Room: room})
 	var got []string
 	for len(got) < 6 {
 		b, err := w.Next(nil)
@@ -337,11 +328,7 @@ func TestRoomWaitsOnlyWithEmptyBatch(t *testing.T) {
 	e.waitCaughtUp()
 	room := newTestRoom(1 << 20)
 	stalled, _ := room.TryReserve(1 << 20) // the user's other watches hold it all
-	w, err := e.cache.Watch(context.Background(), Options{Initial: true, Encoder: &perWatchEncoder{}, Room: room})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	w := e.startWatch(context.Background(), Options{Initial: true, Encoder: &perWatchEncoder{}, Room: room})
 	next := func() chan []tev {
 		ch := make(chan []tev, 1)
 		go func() {
@@ -374,11 +361,7 @@ func TestRoomSharedWindowFrameNeedsNone(t *testing.T) {
 	room := newTestRoom(64 << 10)
 	stalled, _ := room.TryReserve(64 << 10)
 	defer stalled()
-	w, err := e.cache.Watch(context.Background(), Options{Encoder: e.enc, Room: room})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	w := e.startWatch(context.Background(), Options{Encoder: e.enc, Room: room})
 	got := make(chan []SharedFrame, 1)
 	go func() {
 		_, shared, _ := w.NextShared(nil, nil, 16<<10)
@@ -417,9 +400,7 @@ func TestRoomHeldUntilStop(t *testing.T) {
 		t.Fatal("the room of the batch being written was given back when the context ended")
 	}
 	w.Stop()
-	if free, _ := room.state(); free != 1<<20 {
-		t.Fatalf("%d bytes free after Stop", free)
-	}
+	room.expectFree(t, 1<<20, "after Stop")
 }
 
 // A watcher reading from storage reserves its storage room before it
@@ -428,17 +409,10 @@ func TestRoomHeldUntilStop(t *testing.T) {
 func TestRoomStorageReads(t *testing.T) {
 	t.Run("initial events from a snapshot", func(t *testing.T) {
 		e := newEnv(t, Settings{StateBytes: -1})
-		for i := range 3 {
-			e.put(fmt.Sprintf("%sk%d", testPrefix, i), bigValue(i, 100))
-		}
-		e.waitCaughtUp()
+		e.putBig(3, 100)
 		const size = storageRoom + 1<<20/2
 		room := newTestRoom(size)
-		a, err := e.cache.Watch(context.Background(), Options{Initial: true, Encoder: &perWatchEncoder{}, Room: room})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer a.Stop()
+		a := e.startWatch(context.Background(), Options{Initial: true, Encoder: &perWatchEncoder{}, Room: room})
 		started := make(chan *Watcher, 1)
 		go func() {
 			b, err := e.cache.Watch(context.Background(), Options{Initial: true, Encoder: &perWatchEncoder{}, Room: room})
@@ -481,14 +455,8 @@ func TestRoomStorageReads(t *testing.T) {
 		}
 		e.waitCaughtUp()
 		room := newTestRoom(4 << 20)
-		w, err := e.cache.Watch(context.Background(), Options{Revision: first, Encoder: e.enc, Room: room})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Stop()
-		if free, _ := room.state(); free != 4<<20-storageRoom {
-			t.Fatalf("%d bytes free for a watch replaying history", free)
-		}
+		w := e.startWatch(context.Background(), Options{Revision: first, Encoder: e.enc, Room: room})
+		room.expectFree(t, 4<<20-storageRoom, "for a watch replaying history")
 		r := read(w)
 		for i := 1; i < 10; i++ {
 			r.expect(t, fmt.Sprintf("MODIFIED /t/k %d", i))

@@ -2,23 +2,19 @@ package etcd
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// errPaused ends an etcd watch whose consumer holds the watch's bound
+// pausedError ends an etcd watch whose consumer holds the watch's bound
 // (storage.WatchOptions.BufferBytes): the etcd client buffers every
 // response it receives, so the watch is cancelled, which drops that buffer,
-// and resumed from the last delivered revision once the consumer has read.
-var errPaused = errors.New("etcd watch paused for a slow consumer")
-
-// pausedError is errPaused with the size of the event that did not fit.
+// and resumed from the last delivered revision once the consumer has read
+// and the event that did not fit (of size bytes) fits.
 type pausedError struct{ size int64 }
 
-func (e pausedError) Error() string { return errPaused.Error() }
-func (e pausedError) Unwrap() error { return errPaused }
+func (e pausedError) Error() string { return "etcd watch paused for a slow consumer" }
 
 // fits reports whether an event of size bytes may be sent now without
 // pausing: always for a watch without a bound; otherwise when the channel

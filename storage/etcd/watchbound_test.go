@@ -29,6 +29,16 @@ func (r *recordingWatcher) Watch(ctx context.Context, key string, opts ...client
 	return r.Watcher.Watch(ctx, key, opts...)
 }
 
+// recordingStore opens a Store on a new etcd whose etcd watches are
+// recorded.
+func recordingStore(t *testing.T) (*Store, *recordingWatcher) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	s := openStore(t, testOptions(t, srv, "/bounded/"))
+	rec := &recordingWatcher{Watcher: s.cli.Watcher}
+	s.cli.Watcher = rec
+	return s, rec
+}
+
 func (r *recordingWatcher) watches() []context.Context {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -49,10 +59,7 @@ func heapAfterGC() uint64 {
 // consumer reads: it delivers every event once, in order, and the client
 // holds about the bound meanwhile, not the whole history.
 func TestWatchBufferBytesPausesEtcdWatch(t *testing.T) {
-	srv := etcdtest.Start(t, etcdtest.Options{})
-	s := openStore(t, testOptions(t, srv, "/bounded/"))
-	rec := &recordingWatcher{Watcher: s.cli.Watcher}
-	s.cli.Watcher = rec
+	s, rec := recordingStore(t)
 	ctx := t.Context()
 	start, err := s.Create(ctx, []byte("w/start"), []byte("x"))
 	if err != nil {
@@ -117,10 +124,7 @@ func TestWatchBufferBytesPausesEtcdWatch(t *testing.T) {
 // a small event in the channel and a next event of most of the bound, it
 // does not open etcd watch after etcd watch while the consumer is stalled.
 func TestWatchBufferBytesResumesWhenTheEventFits(t *testing.T) {
-	srv := etcdtest.Start(t, etcdtest.Options{})
-	s := openStore(t, testOptions(t, srv, "/bounded/"))
-	rec := &recordingWatcher{Watcher: s.cli.Watcher}
-	s.cli.Watcher = rec
+	s, rec := recordingStore(t)
 	ctx := t.Context()
 	start, err := s.Create(ctx, []byte("w/start"), []byte("x"))
 	if err != nil {
@@ -155,10 +159,7 @@ func TestWatchBufferBytesResumesWhenTheEventFits(t *testing.T) {
 // progress events once its channel is full, and then pauses on the next
 // write instead of letting the etcd client buffer every write.
 func TestWatchBufferBytesIdleProgress(t *testing.T) {
-	srv := etcdtest.Start(t, etcdtest.Options{})
-	s := openStore(t, testOptions(t, srv, "/bounded/"))
-	rec := &recordingWatcher{Watcher: s.cli.Watcher}
-	s.cli.Watcher = rec
+	s, rec := recordingStore(t)
 	ctx := t.Context()
 	if _, err := s.Create(ctx, []byte("w/start"), []byte("x")); err != nil {
 		t.Fatal(err)
