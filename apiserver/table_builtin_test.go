@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -61,8 +62,19 @@ func TestBuiltinTableColumns(t *testing.T) {
 			}
 		}
 	}
-	if cells := bookmarkCells(cmPath); fmt.Sprint(cells) != "[ 0 <unknown>]" {
-		t.Errorf("configmap bookmark cells %q, want kube's [\"\", 0, \"<unknown>\"]", cells)
+	for path, want := range map[string][]any{
+		cmPath:               {"", float64(0), "<unknown>"},
+		"/api/v1/namespaces": {"", "", "<unknown>"}, // JSONPath columns only: the raw path
+		leasesPath:           {"", "", "<unknown>"},
+	} {
+		if cells := bookmarkCells(path); !reflect.DeepEqual(cells, want) {
+			t.Errorf("%s bookmark cells %#v, want kube's %#v", path, cells, want)
+		}
+	}
+	do(t, ts, "POST", leasesPath, `{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"free"},"spec":{}}`)
+	lease := do(t, ts, "GET", leasesPath+"/free", "", "Accept", acceptTableV1).object(t)
+	if cells := lease["rows"].([]any)[0].(map[string]any)["cells"].([]any); cells[1] != "" {
+		t.Errorf("a lease without a holder shows %#v, want kube's \"\"", cells[1])
 	}
 	if cells := bookmarkCells(wdPath); cells[len(cells)-1] != nil {
 		t.Errorf("widget bookmark cells %q: want no age", cells)

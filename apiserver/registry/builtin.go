@@ -46,7 +46,7 @@ func Namespaces() Resource {
 		Admission:        []AdmissionHook{immortalNamespaces},
 		Protobuf:         namespaceMessage,
 		PrinterColumns: []Column{
-			{Name: "Status", Type: "string", JSONPath: ".status.phase", Description: "The phase of the namespace."},
+			{Name: "Status", Type: "string", JSONPath: ".status.phase", Missing: "", Description: "The phase of the namespace."},
 			ageColumn,
 		},
 		Options: Options{

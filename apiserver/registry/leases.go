@@ -53,10 +53,8 @@ func Leases() Resource {
 		Protobuf: leaseMessage,
 		PrinterColumns: []Column{
 			{Name: "Holder", Type: "string", Description: "holderIdentity contains the identity of the holder of a current lease.", Value: func(obj Object) any {
-				if h, ok, _ := meta.NestedString(obj, "spec", "holderIdentity"); ok {
-					return h
-				}
-				return "<unknown>"
+				h, _, _ := meta.NestedString(obj, "spec", "holderIdentity")
+				return h // "" without a holder, as kube-apiserver
 			}},
 			ageColumn,
 		},
