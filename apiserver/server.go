@@ -20,6 +20,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -236,7 +237,10 @@ type Server struct {
 	flow       *flowControl
 	watches    *watchLimits
 	watchBytes *watchBytes
-	pbCache    *codec.ProtobufCache // nil: none
+	// watchBuffers lends watch streams their batch buffers (*[]byte,
+	// streamWatch): a watch holds one only while it has frames to write.
+	watchBuffers sync.Pool
+	pbCache      *codec.ProtobufCache // nil: none
 
 	// bufferLists sends every list through the buffered path (tests and
 	// benchmarks compare it with streaming); protobufListBuffer bounds the
@@ -312,6 +316,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		watchBytes: newWatchBytes(cfg.MaxWatchBytesPerUser)}
 	s.watchesCtx, s.endWatches = context.WithCancel(context.Background())
 	s.protobufListBuffer = 4 << 20
+	s.watchBuffers.New = newWatchBuffer
 	s.writeTimeout.Store(int64(watchWriteTimeout))
 	switch {
 	case cfg.ProtobufCacheBytes == 0:

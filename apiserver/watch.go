@@ -187,19 +187,35 @@ const sharedFrameBytes = 16 << 10
 // streamWatch hands wt's batches of frames to write until the watch ends
 // (nil) or a write fails (its error). Each batch comes after room bytes
 // that write may use for its framing; its large frames are shared (see
-// watch.SharedFrame), written in between.
+// watch.SharedFrame), written in between. The batches' buffer comes from
+// the server's pool and goes back whenever the watcher has nothing to send:
+// an idle watch holds none.
 func (s *Server) streamWatch(r *http.Request, wt *watch.Watcher, room int, write func([]byte, []watch.SharedFrame) error) error {
-	buf := make([]byte, room, 8<<10)
 	var shared []watch.SharedFrame
+	var bp *[]byte // the batch buffer, while the watch holds one
+	defer func() {
+		if bp != nil {
+			s.watchBuffers.Put(bp)
+		}
+	}()
 	for {
-		var err error
-		buf, shared, err = wt.NextShared(buf[:room], shared[:0], sharedFrameBytes)
+		if bp == nil {
+			bp = s.watchBuffers.Get().(*[]byte)
+		}
+		buf, sh, err := wt.PollShared((*bp)[:room], shared[:0], sharedFrameBytes)
+		shared = sh
+		if err == nil && len(buf) == room && len(shared) == 0 {
+			s.watchBuffers.Put(bp)
+			bp = nil
+			wt.Wait()
+			continue
+		}
+		if cap(buf) > maxKeptBuffer && len(buf) <= maxBatchCopy {
+			// A large frame was encoded here and then shared: write from
+			// the pooled buffer, not from the large one.
+			buf = append((*bp)[:0], buf...)
+		}
 		if len(buf) > room || len(shared) > 0 {
-			if cap(buf) > maxKeptBuffer && len(buf) <= maxBatchCopy {
-				// A large frame was encoded here and then shared: write from
-				// a small buffer, not from the large one.
-				buf = append(make([]byte, 0, 8<<10), buf...)
-			}
 			werr := write(buf, shared)
 			clear(shared) // the frames may leave the cache: hold none of them
 			if werr != nil {
@@ -207,18 +223,27 @@ func (s *Server) streamWatch(r *http.Request, wt *watch.Watcher, room int, write
 				return werr
 			}
 		}
+		if cap(buf) <= maxKeptBuffer {
+			*bp = buf[:0]
+		} else {
+			// Leave a large frame's memory to the collector: its room
+			// (watch.Room) is given back by the next PollShared.
+			bp = nil
+		}
 		if err != nil {
 			if !errors.Is(err, watch.ErrEnded) {
 				s.log.Debug("watch ended", "path", r.URL.Path, "reason", err)
 			}
 			return nil
 		}
-		if cap(buf) > maxKeptBuffer {
-			// Give back the memory of a large frame: its room
-			// (watch.Room) is given back by the next NextShared.
-			buf = make([]byte, room, 8<<10)
-		}
 	}
+}
+
+// newWatchBuffer is the watch buffer pool's New: a buffer for a batch of
+// a few small frames, grown by append.
+func newWatchBuffer() any {
+	b := make([]byte, 0, 8<<10)
+	return &b
 }
 
 // maxBatchCopy bounds what a batch of small frames holds: the watcher's
@@ -226,7 +251,7 @@ func (s *Server) streamWatch(r *http.Request, wt *watch.Watcher, room int, write
 // sharedFrameBytes.
 const maxBatchCopy = 64<<10 + sharedFrameBytes + chunkHeaderRoom
 
-// maxKeptBuffer bounds the buffer a watch keeps between batches: room for
+// maxKeptBuffer bounds the buffers the watch buffer pool keeps: room for
 // a batch of small frames (maxBatchCopy), grown by append.
 const maxKeptBuffer = 128 << 10
 

@@ -13,16 +13,25 @@ import (
 )
 
 // collectUntilEnd reads w until the event of /t/zz, recording every event
-// but bookmarks as "TYPE KEY REV LEN"; with shared, through NextShared, with
-// the shared frames put back in place.
-func collectUntilEnd(t *testing.T, w *Watcher, shared bool, out *[]string, done chan struct{}) {
+// but bookmarks as "TYPE KEY REV LEN": through Next, or through NextShared
+// or PollShared and Wait ("shared", "poll") with the shared frames put back
+// in place.
+func collectUntilEnd(t *testing.T, w *Watcher, mode string, out *[]string, done chan struct{}) {
 	defer close(done)
 	var buf []byte
 	var sh []SharedFrame
 	for len(*out) == 0 || !strings.Contains((*out)[len(*out)-1], "/t/zz ") {
 		var err error
-		if shared {
-			buf, sh, err = w.NextShared(buf[:0], sh[:0], 16<<10)
+		if mode != "next" {
+			if mode == "poll" {
+				buf, sh, err = w.PollShared(buf[:0], sh[:0], 16<<10)
+				if err == nil && len(buf) == 0 && len(sh) == 0 {
+					w.Wait()
+					continue
+				}
+			} else {
+				buf, sh, err = w.NextShared(buf[:0], sh[:0], 16<<10)
+			}
 			var full []byte
 			from := 0
 			for _, f := range sh {
@@ -56,14 +65,15 @@ func collectUntilEnd(t *testing.T, w *Watcher, shared bool, out *[]string, done 
 
 // A watch with a Room sends exactly what one without sends, whatever the
 // path (initial events from the state, from storage or past the budget;
-// history from storage, window or queue; Next or NextShared; a filter),
+// history from storage, window or queue; Next, NextShared or PollShared; a
+// filter),
 // while other watches of the user take and give back room; and it holds
 // nothing once stopped.
 func TestRoomMatchesUnbounded(t *testing.T) {
-	for _, shared := range []bool{false, true} {
+	for _, mode := range []string{"next", "shared", "poll"} {
 		for _, initial := range []bool{false, true} {
 			for _, sb := range []int64{600 << 10, 40 << 10, -1} {
-				t.Run(fmt.Sprintf("shared=%v,initial=%v,state=%d", shared, initial, sb), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s,initial=%v,state=%d", mode, initial, sb), func(t *testing.T) {
 					e := newEnv(t, Settings{WindowEvents: 40, WatcherBuffer: 4, StateBytes: sb})
 					for i := range 10 {
 						kib := 1
@@ -122,8 +132,8 @@ func TestRoomMatchesUnbounded(t *testing.T) {
 					defer w.Stop()
 					var want, got []string
 					d1, d2 := make(chan struct{}), make(chan struct{})
-					go collectUntilEnd(t, ref, false, &want, d1)
-					go collectUntilEnd(t, w, shared, &got, d2)
+					go collectUntilEnd(t, ref, "next", &want, d1)
+					go collectUntilEnd(t, w, mode, &got, d2)
 					for i := range 60 {
 						kib := 1
 						if i%2 == 0 {

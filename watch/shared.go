@@ -19,8 +19,20 @@ type SharedFrame struct {
 // keep (events replayed from storage, a PerWatchEncoder's, initial events
 // past the budget) are copied.
 func (w *Watcher) NextShared(dst []byte, shared []SharedFrame, minShared int) ([]byte, []SharedFrame, error) {
+	return w.nextShared(dst, shared, minShared, true)
+}
+
+// PollShared is NextShared without its wait: when there is nothing to send
+// yet it returns dst and shared unchanged and a nil error, and the caller
+// calls Wait before it polls again. A caller that lends its buffer only to
+// PollShared holds none while the watch is idle.
+func (w *Watcher) PollShared(dst []byte, shared []SharedFrame, minShared int) ([]byte, []SharedFrame, error) {
+	return w.nextShared(dst, shared, minShared, false)
+}
+
+func (w *Watcher) nextShared(dst []byte, shared []SharedFrame, minShared int, block bool) ([]byte, []SharedFrame, error) {
 	w.shareMin, w.shared = minShared, shared
-	dst, err := w.Next(dst)
+	dst, err := w.next(dst, block)
 	shared = w.shared
 	w.shareMin, w.shared = 0, nil
 	return dst, shared, err

@@ -299,6 +299,12 @@ func (w *Watcher) signal() {
 // then ends the watch. Calling Next again says the last batch has been
 // written: its room (Options.Room) is given back.
 func (w *Watcher) Next(dst []byte) ([]byte, error) {
+	return w.next(dst, true)
+}
+
+// next is Next; without block it returns dst unchanged and a nil error
+// where Next would wait.
+func (w *Watcher) next(dst []byte, block bool) ([]byte, error) {
 	if w.room != nil {
 		w.releaseHeld(false) // the last batch has been written
 	}
@@ -347,12 +353,24 @@ func (w *Watcher) Next(dst []byte) ([]byte, error) {
 		if progressed {
 			continue
 		}
-		if dst = w.appendBookmarkIfDue(dst); len(dst) > n {
+		if dst = w.appendBookmarkIfDue(dst); len(dst) > n || !block {
 			return dst, nil
 		}
 		if err := w.wait(); err != nil {
 			w.finish(err)
 		}
+	}
+}
+
+// Wait blocks until something may have changed for the watcher since
+// PollShared found nothing to send: an event, a bookmark due, its end. It
+// holds no batch, so a watch that waits here keeps no buffer while idle.
+func (w *Watcher) Wait() {
+	if w.err != nil || w.fail != nil { // over, or its Error event to send
+		return
+	}
+	if err := w.wait(); err != nil {
+		w.finish(err)
 	}
 }
 
