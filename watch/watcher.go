@@ -365,6 +365,7 @@ func (w *Watcher) next(dst []byte, block bool) ([]byte, error) {
 // Wait blocks until something may have changed for the watcher since
 // PollShared found nothing to send: an event, a bookmark due, its end. It
 // holds no batch, so a watch that waits here keeps no buffer while idle.
+// Like Next, it is called by the watch's one consumer.
 func (w *Watcher) Wait() {
 	if w.err != nil || w.fail != nil { // over, or its Error event to send
 		return
