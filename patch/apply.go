@@ -3,6 +3,7 @@ package patch
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"sort"
 	"strings"
@@ -197,7 +198,21 @@ func (m *FieldManager) isNoop(liveTV, cfgTV *typed.TypedValue, ms managedSet, id
 	if err != nil {
 		return false
 	}
-	return value.Equals(merged.AsValue(), liveTV.AsValue())
+	if value.Equals(merged.AsValue(), liveTV.AsValue()) {
+		return true
+	}
+	// The store leaves empty values out (meta.OmitEmpty): a configuration
+	// that sets labels: {} leaves an object without labels as it is.
+	u, ok := merged.AsValue().Unstructured().(map[string]any)
+	if !ok {
+		return false
+	}
+	u = maps.Clone(u) // the merged object may share its maps with live's
+	if md, ok := u["metadata"].(map[string]any); ok {
+		u["metadata"] = maps.Clone(md)
+	}
+	meta.OmitEmpty(u, m.omitEmpty...)
+	return value.Equals(value.NewValueInterface(u), liveTV.AsValue())
 }
 
 // surelyChanges reports whether merging cfg into live surely changes live:

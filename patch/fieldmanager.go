@@ -65,6 +65,10 @@ type FieldManager struct {
 
 	stamps meta.Stamps // the time of a create's entry
 
+	// omitEmpty names the top-level fields the store leaves out of an
+	// object when empty (SetOmitEmpty).
+	omitEmpty []string
+
 	// smdOnly turns off the direct computation of a create's fields
 	// (createManaged), for the tests that hold it to structured-merge-diff.
 	smdOnly bool
@@ -78,6 +82,13 @@ type FieldManager struct {
 func NewFieldManager(s *schema.Schema, gvk meta.GroupVersionKind, statusSubresource bool) *FieldManager {
 	return &FieldManager{gvk: gvk, apiVersion: fieldpath.APIVersion(gvk.GroupVersion().String()), status: statusSubresource, src: s}
 }
+
+// SetOmitEmpty names the top-level fields that the store leaves out of the
+// objects it writes when they are null or empty objects, besides the
+// metadata fields meta.OmitEmpty leaves out: an apply whose configuration
+// differs from the object only by such values changes nothing. Call it
+// before the first use.
+func (m *FieldManager) SetOmitEmpty(fields ...string) { m.omitEmpty = fields }
 
 func (m *FieldManager) init() {
 	m.once.Do(func() {

@@ -220,7 +220,7 @@ func ConfigMaps() Resource {
 			}},
 			ageColumn,
 		},
-		Options: builtinOptions(),
+		Options: builtinOptions("data", "binaryData"),
 		Strategy: Strategy{
 			Validate: func(_ context.Context, obj Object) meta.ErrorList { return validateConfigMap(obj) },
 			ValidateUpdate: func(_ context.Context, obj, old Object) meta.ErrorList {
@@ -242,17 +242,27 @@ func immutableDataErrors(obj, old Object, fields ...string) meta.ErrorList {
 		errs = append(errs, meta.Forbidden(meta.NewPath("immutable"), "field is immutable when `immutable` is set"))
 	}
 	for _, f := range fields {
-		if !meta.DeepEqual(obj[f], old[f]) {
+		if !meta.DeepEqual(obj[f], old[f]) && !(emptyObject(obj[f]) && emptyObject(old[f])) {
 			errs = append(errs, meta.Forbidden(meta.NewPath(f), "field is immutable when `immutable` is set"))
 		}
 	}
 	return errs
 }
 
+// emptyObject reports whether v is absent, null or an empty object: the
+// same map to an immutable object (objects stored before empty maps were
+// left out may hold one).
+func emptyObject(v any) bool {
+	m, ok := v.(map[string]any)
+	return v == nil || ok && len(m) == 0
+}
+
 // builtinOptions are the Options of kube-apiserver's built-in types
-// without a spec (configmaps, secrets).
-func builtinOptions() Options {
-	return Options{UnconditionalUpdate: true, NoGeneration: true, OmitItemTypeMeta: true, TypedDecoding: true, StandardFinalizers: true}
+// without a spec (configmaps, secrets), whose maps named omitEmpty are
+// left out when empty.
+func builtinOptions(omitEmpty ...string) Options {
+	return Options{UnconditionalUpdate: true, NoGeneration: true, OmitItemTypeMeta: true, TypedDecoding: true, StandardFinalizers: true,
+		OmitEmpty: omitEmpty}
 }
 
 // prepareEveryWrite returns st with both prepare hooks running fn: what a

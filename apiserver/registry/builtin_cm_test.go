@@ -35,3 +35,16 @@ func TestValidateConfigMapFastPath(t *testing.T) {
 		}
 	}
 }
+
+// An immutable configmap stored with data: {} (before empty maps were left
+// out) may be written back without it: absent, null and empty are the same
+// data.
+func TestImmutableDataEmptyEqualsAbsent(t *testing.T) {
+	old := Object{"immutable": true, "data": map[string]any{}}
+	if errs := immutableDataErrors(Object{"immutable": true}, old, "data", "binaryData"); len(errs) != 0 {
+		t.Fatalf("empty data left out: %v", errs)
+	}
+	if errs := immutableDataErrors(Object{"immutable": true, "data": map[string]any{"k": "v"}}, old, "data", "binaryData"); len(errs) != 1 {
+		t.Fatalf("data added to an immutable configmap: %v, want one error", errs)
+	}
+}

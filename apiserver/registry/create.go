@@ -41,6 +41,7 @@ func (s *Store) Create(ctx context.Context, ns string, obj Object, opts WriteOpt
 		return nil, err
 	}
 	obj = areq.Object
+	meta.OmitEmpty(obj, s.res.Options.OmitEmpty...)
 	s.manageFields(nil, obj, obj, opts)
 	errs, vwarnings := s.validate(ctx, obj, nil)
 	if len(errs) > 0 {

@@ -140,6 +140,12 @@ type Options struct {
 	// as kube-apiserver does for built-in types. Default false (items carry
 	// them, as custom resource lists do).
 	OmitItemTypeMeta bool
+	// OmitEmpty names top-level fields that are left out of a written
+	// object when null or empty objects, as kube-apiserver leaves out a
+	// built-in type's empty maps (a ConfigMap's data). Empty metadata
+	// fields (labels, annotations, finalizers, ownerReferences,
+	// generateName) are left out of every type's objects (meta.OmitEmpty).
+	OmitEmpty []string
 	// TypedDecoding makes a value of the wrong JSON type in a body (a number
 	// where the schema says string, an integer written "2.0" or "1e2") a
 	// 400 BadRequest, as kube-apiserver answers for its built-in types, which

@@ -63,7 +63,7 @@ func Secrets() Resource {
 			}},
 			ageColumn,
 		},
-		Options: builtinOptions(),
+		Options: builtinOptions("data"),
 		Strategy: Strategy{
 			CheckBody: checkSecretBody,
 			Validate:  func(_ context.Context, obj Object) meta.ErrorList { return validateSecret(obj) },

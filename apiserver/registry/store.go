@@ -44,6 +44,7 @@ func newStore(reg *Registry, res *Resource) *Store {
 		prefix:  reg.ResourcePrefix(res.Group, res.Resource, ""),
 		fields:  patch.NewFieldManager(res.Schema, res.GroupVersionKind(), res.Subresources.Status),
 	}
+	s.fields.SetOmitEmpty(res.Options.OmitEmpty...)
 	switch v := res.StoredAs; {
 	case v != nil:
 		s.storage = newViewStorage(reg.cfg.Storage, v)

@@ -185,6 +185,7 @@ func (s *Store) admitUpdate(ctx context.Context, areq *AdmissionRequest, obj Obj
 		return nil, nil, err
 	}
 	next, old := areq.Object, areq.OldObject
+	meta.OmitEmpty(next, s.res.Options.OmitEmpty...)
 	s.manageFields(old, next, obj, opts)
 	errs := checkFinalizersOnUpdate(next, old)
 	var vwarnings []string
