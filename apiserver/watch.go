@@ -188,14 +188,14 @@ const sharedFrameBytes = 16 << 10
 // (nil) or a write fails (its error). Each batch comes after room bytes
 // that write may use for its framing; its large frames are shared (see
 // watch.SharedFrame), written in between. The batches' buffer comes from
-// the server's pool and goes back whenever the watcher has nothing to send:
-// an idle watch holds none.
+// the server's pool and goes back whenever the watcher has nothing to send
+// (a busy watch keeps the one its batches grew): an idle watch holds none.
 func (s *Server) streamWatch(r *http.Request, wt *watch.Watcher, room int, write func([]byte, []watch.SharedFrame) error) error {
 	var shared []watch.SharedFrame
 	var bp *[]byte // the batch buffer, while the watch holds one
 	defer func() {
 		if bp != nil {
-			s.watchBuffers.Put(bp)
+			s.putWatchBuffer(bp)
 		}
 	}()
 	for {
@@ -205,7 +205,7 @@ func (s *Server) streamWatch(r *http.Request, wt *watch.Watcher, room int, write
 		buf, sh, err := wt.PollShared((*bp)[:room], shared[:0], sharedFrameBytes)
 		shared = sh
 		if err == nil && len(buf) == room && len(shared) == 0 {
-			s.watchBuffers.Put(bp)
+			s.putWatchBuffer(bp)
 			bp = nil
 			wt.Wait()
 			continue
@@ -246,13 +246,25 @@ func newWatchBuffer() any {
 	return &b
 }
 
+// putWatchBuffer gives a watch's buffer back to the pool, unless a burst
+// grew it: a watch that borrows a pooled buffer and then stalls holds no
+// more than its own batch needed.
+func (s *Server) putWatchBuffer(bp *[]byte) {
+	if cap(*bp) <= maxPooledBuffer {
+		s.watchBuffers.Put(bp)
+	}
+}
+
+// maxPooledBuffer bounds the buffers the watch buffer pool keeps.
+const maxPooledBuffer = 32 << 10
+
 // maxBatchCopy bounds what a batch of small frames holds: the watcher's
 // batches stop growing past 64 KiB, and their frames are below
 // sharedFrameBytes.
 const maxBatchCopy = 64<<10 + sharedFrameBytes + chunkHeaderRoom
 
-// maxKeptBuffer bounds the buffers the watch buffer pool keeps: room for
-// a batch of small frames (maxBatchCopy), grown by append.
+// maxKeptBuffer bounds the buffer a busy watch keeps from one batch to the
+// next: room for a batch of small frames (maxBatchCopy), grown by append.
 const maxKeptBuffer = 128 << 10
 
 // writePieces writes b[from:] with the shared frames inserted at their

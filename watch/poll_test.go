@@ -3,8 +3,11 @@ package watch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/kapi-dev/kapi/storage"
 )
 
 // PollShared returns at once with nothing when the watcher has nothing to
@@ -104,5 +107,72 @@ func TestPollSharedInitialFailure(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the watch did not end: Wait waited with its Error event to send")
+	}
+}
+
+// slowFeedStore hands out every storage watch's events 20 ms apart, so
+// that a watcher replaying history finds its feed empty at first.
+type slowFeedStore struct{ storage.Store }
+
+func (s slowFeedStore) Watch(ctx context.Context, opts storage.WatchOptions) (<-chan storage.Event, error) {
+	in, err := s.Store.Watch(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan storage.Event)
+	go func() {
+		defer close(out)
+		defer func() {
+			for range in { // the store's watch ends with ctx
+			}
+		}()
+		for ev := range in {
+			select {
+			case <-time.After(20 * time.Millisecond):
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// A polled watch that replays history from storage is woken by its feed:
+// Wait waits on it as well as on the cache.
+func TestPollSharedWaitsOnStorageFeed(t *testing.T) {
+	e := newEnvOn(t, slowFeedStore{newEnv(t, Settings{}).st}, Settings{WindowEvents: 4})
+	from := e.put(testPrefix+"k", "0")
+	for i := 1; i < 10; i++ {
+		e.put(testPrefix+"k", fmt.Sprint(i))
+	}
+	e.waitCaughtUp()
+	w := e.startWatch(context.Background(), Options{Encoder: e.enc, Revision: from})
+	done := make(chan []tev)
+	go func() {
+		var got []tev
+		for len(got) < 9 {
+			buf, _, err := w.PollShared(nil, nil, 1<<20)
+			got = append(got, parseLines(buf)...)
+			if err != nil {
+				break
+			}
+			if len(buf) == 0 {
+				w.Wait()
+			}
+		}
+		done <- got
+	}()
+	select {
+	case got := <-done:
+		if len(got) != 9 || got[0].value != "1" || got[8].value != "9" {
+			t.Fatalf("events %v, want the nine changes after the start", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no events: Wait did not wake for the storage feed")
 	}
 }

@@ -203,7 +203,8 @@ func (r *strictRoom) TryReserve(n int64) (func(), bool) {
 // Many watches of one user (snapshot initial events, history replays,
 // window watches), stopped at random points, some while still waiting for
 // storage room in Watch: every reservation is given back exactly once and
-// nothing deadlocks.
+// nothing deadlocks, whether they are read with Next or with PollShared
+// and Wait.
 func TestRoomRandomStops(t *testing.T) {
 	for _, sb := range []int64{-1, 600 << 10} {
 		t.Run(fmt.Sprint(sb), func(t *testing.T) {
@@ -248,9 +249,17 @@ func TestRoomRandomStops(t *testing.T) {
 					if err != nil {
 						return // ended while waiting for room
 					}
-					batches := rand.IntN(6)
+					batches, poll := rand.IntN(6), i%2 == 0
 					for range batches {
-						if _, err := w.Next(nil); err != nil {
+						if poll { // PollShared and Wait, as the HTTP writer
+							b, sh, err := w.PollShared(nil, nil, 16<<10)
+							if err != nil {
+								break
+							}
+							if len(b) == 0 && len(sh) == 0 {
+								w.Wait()
+							}
+						} else if _, err := w.Next(nil); err != nil {
 							break
 						}
 						time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond)

@@ -22,10 +22,12 @@ func (w *Watcher) NextShared(dst []byte, shared []SharedFrame, minShared int) ([
 	return w.nextShared(dst, shared, minShared, true)
 }
 
-// PollShared is NextShared without its wait: when there is nothing to send
-// yet it returns dst and shared unchanged and a nil error, and the caller
-// calls Wait before it polls again. A caller that lends its buffer only to
-// PollShared holds none while the watch is idle.
+// PollShared is NextShared without its wait for events: when there is
+// nothing to send yet it returns dst and shared unchanged and a nil error,
+// and the caller calls Wait before it polls again. A caller that lends its
+// buffer only to PollShared holds none while the watch is idle. It still
+// waits, holding dst, where sending needs it: for room (Options.Room) and
+// for a page of initial events read from storage.
 func (w *Watcher) PollShared(dst []byte, shared []SharedFrame, minShared int) ([]byte, []SharedFrame, error) {
 	return w.nextShared(dst, shared, minShared, false)
 }
