@@ -2,7 +2,9 @@ package watch
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -139,5 +141,33 @@ func TestEncoderFramesByValue(t *testing.T) {
 				t.Fatalf("encoded %d and %d times, want 5 each (equal encoders share frames)", shared.events.Load(), other.events.Load())
 			}
 		})
+	}
+}
+
+// failingBookmarks is testEncoder whose bookmarks do not encode.
+type failingBookmarks struct{ testEncoder }
+
+func (e *failingBookmarks) AppendBookmark(dst []byte, _ int64, _ bool) ([]byte, error) {
+	return dst, errors.New("no bookmark")
+}
+
+// A bookmark that does not encode ends the watch with its Error event at
+// once, not at the watcher's next wake. The watch's only bookmark is the
+// one 2s before its deadline: without the Error event at once, the watch
+// would send it only when the deadline ends it, 2s later.
+func TestBookmarkFailureEndsWatch(t *testing.T) {
+	e := newEnv(t, Settings{BookmarkInterval: time.Hour})
+	rev := e.put(testPrefix+"a", "1")
+	e.waitCaughtUp()
+	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
+	defer cancel()
+	w := e.startWatch(ctx, Options{Encoder: &failingBookmarks{}, Revision: rev, Bookmarks: true})
+	start := time.Now()
+	got, err := w.Next(nil)
+	if err != nil || !strings.HasPrefix(string(got), "ERROR") {
+		t.Fatalf("Next: %q, %v; want the Error event", got, err)
+	}
+	if took := time.Since(start); took > 1500*time.Millisecond {
+		t.Fatalf("the Error event came after %v, with the deadline: not with the bookmark", took)
 	}
 }

@@ -356,6 +356,9 @@ func (w *Watcher) next(dst []byte, block bool) ([]byte, error) {
 		if dst = w.appendBookmarkIfDue(dst); len(dst) > n || !block {
 			return dst, nil
 		}
+		if w.fail != nil {
+			continue // a bookmark that did not encode: its Error event now
+		}
 		if err := w.wait(); err != nil {
 			w.finish(err)
 		}
