@@ -1,8 +1,11 @@
 package apiserver
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/kapi-dev/kapi/schema"
 )
 
 // Null or empty labels, annotations, finalizers, ownerReferences and
@@ -54,22 +57,65 @@ func TestOmitEmptyAsKube(t *testing.T) {
 		t.Fatalf("create widget: %d %s", r.code, r.body)
 	}
 	noEmpties("custom resource", r.object(t))
+	// A PUT whose only differences are empty values writes nothing: the
+	// generation stays (it is compared on the body as kube decodes it).
+	w := r.object(t)
+	r = do(t, ts, "PUT", wdPath+"/w", `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w","resourceVersion":"`+
+		str(w, "metadata", "resourceVersion")+`","labels":{},"finalizers":[]},"spec":{"size":1}}`)
+	if got := r.object(t); str(got, "metadata", "resourceVersion") != str(w, "metadata", "resourceVersion") || got["metadata"].(map[string]any)["generation"] != w["metadata"].(map[string]any)["generation"] {
+		t.Errorf("a PUT of empty values only wrote: %s", r.body)
+	}
+}
+
+// A namespace gets kube-apiserver's finalizer whatever finalizers its
+// creator asked for, and /finalize with none leaves spec.finalizers out.
+func TestNamespaceFinalizersAsKube(t *testing.T) {
+	_, ts := newTestServer(t)
+	for body, want := range map[string]string{
+		`{"metadata":{"name":"a"},"spec":{"finalizers":["example.com/x"]}}`: `["example.com/x","kubernetes"]`,
+		`{"metadata":{"name":"b"},"spec":{"finalizers":[]}}`:                `["kubernetes"]`,
+		`{"metadata":{"name":"c"}}`:                                         `["kubernetes"]`,
+	} {
+		r := do(t, ts, "POST", "/api/v1/namespaces", body)
+		if r.code != 201 {
+			t.Fatalf("create %s: %d %s", body, r.code, r.body)
+		}
+		got, _ := json.Marshal(r.object(t)["spec"].(map[string]any)["finalizers"])
+		if string(got) != want {
+			t.Errorf("create %s: spec.finalizers %s, want %s", body, got, want)
+		}
+	}
+	r := do(t, ts, "PUT", "/api/v1/namespaces/c/finalize", `{"metadata":{"name":"c"},"spec":{"finalizers":[]}}`)
+	if r.code != 200 {
+		t.Fatalf("finalize: %d %s", r.code, r.body)
+	}
+	if spec := r.object(t)["spec"].(map[string]any); len(spec) != 0 {
+		t.Errorf("after /finalize with no finalizers: spec %v, want {}", spec)
+	}
 }
 
 // A server-side apply whose configuration sets empty labels and data keeps
 // them in its managedFields, as kube-apiserver does, while the object
-// leaves them out; applying it again, a second later (managedFields times
-// are in seconds), changes nothing.
+// leaves them out; applying it again to a ConfigMap, a second later
+// (managedFields times are in seconds), changes nothing, while a custom
+// resource is written again, as kube-apiserver writes it.
 func TestOmitEmptyApplyIsNoop(t *testing.T) {
 	_, ts := newTestServer(t)
 	apply := []string{"Content-Type", "application/apply-patch+yaml"}
 	body := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","labels":{}},"data":{},"binaryData":{"k":"dg=="}}`
-	var rvs []string
+	var rvs, wrvs []string
 	for i := range 2 {
 		if i > 0 {
 			time.Sleep(1100 * time.Millisecond)
 		}
 		r := do(t, ts, "PATCH", cmPath+"/a?fieldManager=m", body, apply...)
+		// A custom resource's re-apply writes, as kube-apiserver's does:
+		// it compares the objects as they are, empty labels included.
+		w := do(t, ts, "PATCH", wdPath+"/w?fieldManager=m", `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w","labels":{}},"spec":{"size":1}}`, apply...)
+		if w.code != 200 && w.code != 201 {
+			t.Fatalf("apply widget: %d %s", w.code, w.body)
+		}
+		wrvs = append(wrvs, str(w.object(t), "metadata", "resourceVersion"))
 		if r.code != 200 && r.code != 201 {
 			t.Fatalf("apply: %d %s", r.code, r.body)
 		}
@@ -92,5 +138,36 @@ func TestOmitEmptyApplyIsNoop(t *testing.T) {
 	}
 	if rvs[1] != rvs[0] {
 		t.Errorf("resourceVersions %v: a re-apply of the same configuration wrote", rvs)
+	}
+	if wrvs[1] == wrvs[0] {
+		t.Errorf("custom resource: resourceVersions %v, want a write (its applier's time moves), as kube-apiserver", wrvs)
+	}
+}
+
+// A type's own OmitEmpty fields are left out before its prepare hooks
+// compare the update with the stored object: a PUT that differs only by an
+// empty one neither writes nor moves the generation.
+func TestOmitEmptyFieldsBeforeGeneration(t *testing.T) {
+	api, ts := newTestServer(t)
+	res := widgetResource(t)
+	res.Resource, res.Kind, res.ShortNames = "gadgets", "Gadget", nil
+	res.Schema.Properties["extra"] = &schema.Schema{Type: "object", AdditionalProperties: &schema.SchemaOrBool{Allows: true, Schema: &schema.Schema{Type: "string"}}}
+	res.Options.OmitEmpty = []string{"extra"}
+	if err := api.Register(res); err != nil {
+		t.Fatal(err)
+	}
+	path := "/apis/example.dev/v1/namespaces/default/gadgets"
+	r := do(t, ts, "POST", path, `{"apiVersion":"example.dev/v1","kind":"Gadget","metadata":{"name":"g"},"spec":{"size":1},"extra":{}}`)
+	if r.code != 201 {
+		t.Fatalf("create: %d %s", r.code, r.body)
+	}
+	g := r.object(t)
+	if _, ok := g["extra"]; ok {
+		t.Errorf("extra: {} kept: %s", r.body)
+	}
+	rv := str(g, "metadata", "resourceVersion")
+	r = do(t, ts, "PUT", path+"/g", `{"apiVersion":"example.dev/v1","kind":"Gadget","metadata":{"name":"g","resourceVersion":"`+rv+`"},"spec":{"size":1},"extra":{}}`)
+	if got := r.object(t); str(got, "metadata", "resourceVersion") != rv || str(got, "metadata", "generation") != "1" {
+		t.Errorf("a PUT differing by an empty extra wrote or moved the generation: %s", r.body)
 	}
 }

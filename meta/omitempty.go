@@ -21,6 +21,24 @@ func OmitEmpty(obj map[string]any, fields ...string) {
 	}
 }
 
+// HasOmittable reports whether OmitEmpty(obj, fields...) would leave
+// something out.
+func HasOmittable(obj map[string]any, fields ...string) bool {
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		for k, v := range md {
+			if omittedFromMetadata(k, v) {
+				return true
+			}
+		}
+	}
+	for _, f := range fields {
+		if v, ok := obj[f]; ok && emptyMap(v) {
+			return true
+		}
+	}
+	return false
+}
+
 // omittedFromMetadata reports whether metadata field k, holding v, is
 // left out. A value of the wrong type stays, for validation to refuse.
 func omittedFromMetadata(k string, v any) bool {

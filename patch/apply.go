@@ -201,8 +201,13 @@ func (m *FieldManager) isNoop(liveTV, cfgTV *typed.TypedValue, ms managedSet, id
 	if value.Equals(merged.AsValue(), liveTV.AsValue()) {
 		return true
 	}
-	// The store leaves empty values out (meta.OmitEmpty): a configuration
-	// that sets labels: {} leaves an object without labels as it is.
+	// A typed type's store leaves empty values out (meta.OmitEmpty): a
+	// configuration that sets labels: {} leaves an object without labels
+	// as it is.
+	cfg, _ := cfgTV.AsValue().Unstructured().(map[string]any)
+	if !m.typedNoop || !meta.HasOmittable(cfg, m.omitEmpty...) {
+		return false
+	}
 	u, ok := merged.AsValue().Unstructured().(map[string]any)
 	if !ok {
 		return false

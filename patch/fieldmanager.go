@@ -66,8 +66,9 @@ type FieldManager struct {
 	stamps meta.Stamps // the time of a create's entry
 
 	// omitEmpty names the top-level fields the store leaves out of an
-	// object when empty (SetOmitEmpty).
+	// object when empty; typedNoop says SetOmitEmpty was called.
 	omitEmpty []string
+	typedNoop bool
 
 	// smdOnly turns off the direct computation of a create's fields
 	// (createManaged), for the tests that hold it to structured-merge-diff.
@@ -83,12 +84,14 @@ func NewFieldManager(s *schema.Schema, gvk meta.GroupVersionKind, statusSubresou
 	return &FieldManager{gvk: gvk, apiVersion: fieldpath.APIVersion(gvk.GroupVersion().String()), status: statusSubresource, src: s}
 }
 
-// SetOmitEmpty names the top-level fields that the store leaves out of the
-// objects it writes when they are null or empty objects, besides the
-// metadata fields meta.OmitEmpty leaves out: an apply whose configuration
-// differs from the object only by such values changes nothing. Call it
-// before the first use.
-func (m *FieldManager) SetOmitEmpty(fields ...string) { m.omitEmpty = fields }
+// SetOmitEmpty makes an apply whose configuration differs from the object
+// only by values the store leaves out a no-op, as kube-apiserver's applies
+// to its built-in types are (they compare typed objects): the metadata
+// fields meta.OmitEmpty leaves out, and the named top-level fields when
+// null or empty objects. Without it such an apply writes (with a new time
+// in the applier's entry), as kube-apiserver's applies to custom resources
+// do. Call it before the first use.
+func (m *FieldManager) SetOmitEmpty(fields ...string) { m.omitEmpty, m.typedNoop = fields, true }
 
 func (m *FieldManager) init() {
 	m.once.Do(func() {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/kapi-dev/kapi/codec"
 	"github.com/kapi-dev/kapi/meta"
@@ -65,8 +66,16 @@ func Namespaces() Resource {
 					spec = map[string]any{}
 					obj["spec"] = spec
 				}
-				if _, ok := spec["finalizers"]; !ok {
+				// kube-apiserver adds its finalizer to whatever the
+				// client asked for: the namespace controller empties a
+				// namespace before it goes.
+				switch fins := spec["finalizers"].(type) {
+				case nil:
 					spec["finalizers"] = []any{NamespaceFinalizer}
+				case []any: // another type is for validation to refuse
+					if !slices.Contains(fins, any(NamespaceFinalizer)) {
+						spec["finalizers"] = append(fins, NamespaceFinalizer)
+					}
 				}
 				setNamespaceNameLabel(obj)
 			},

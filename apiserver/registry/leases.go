@@ -68,7 +68,7 @@ func Leases() Resource {
 		Strategy: Strategy{
 			CheckBody: checkLeaseBody,
 			Validate:  func(_ context.Context, obj Object) meta.ErrorList { return validateLease(obj) },
-		}.prepareEveryWrite(normalizeLeaseTimes),
+		}.prepareEveryWrite(normalizeLease),
 	}
 }
 
@@ -95,9 +95,13 @@ func checkLeaseBody(obj Object) error {
 	return nil
 }
 
-// normalizeLeaseTimes writes acquireTime and renewTime as meta/v1 MicroTime
-// marshals them: UTC, exactly six fractional digits (finer digits dropped).
-func normalizeLeaseTimes(obj Object) {
+// normalizeLease writes acquireTime and renewTime as meta/v1 MicroTime
+// marshals them (UTC, exactly six fractional digits, finer digits dropped)
+// and gives a lease without a spec an empty one.
+func normalizeLease(obj Object) {
+	if obj["spec"] == nil {
+		obj["spec"] = map[string]any{} // a struct in kube's Lease, never left out
+	}
 	spec, _ := obj["spec"].(map[string]any)
 	for _, f := range leaseTimes {
 		if s, ok := spec[f].(string); ok {

@@ -154,3 +154,16 @@ func TestLeaseCreateOnUpdate(t *testing.T) {
 	_, err = st.Update(ctx, "ns1", "l2", mustObject(t, `{"metadata":{"name":"l2","resourceVersion":"7"},"spec":{}}`), WriteOptions{})
 	wantStatus(t, "missing lease with a resourceVersion", err, 404, "")
 }
+
+// A lease created without a spec has an empty one, as kube-apiserver's
+// Lease (whose spec is a struct, not a pointer) always has.
+func TestLeaseEmptySpec(t *testing.T) {
+	st := newBuiltinStore(t, Leases())
+	res, err := st.Create(context.Background(), "ns1", mustObject(t, `{"metadata":{"name":"l0"}}`), WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec, ok := res.Object["spec"].(map[string]any); !ok || len(spec) != 0 {
+		t.Fatalf("spec %v, want {}", res.Object["spec"])
+	}
+}

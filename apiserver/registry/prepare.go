@@ -35,6 +35,10 @@ func (s *Store) prepareBody(obj Object, ns string, opts WriteOptions) (map[strin
 		return nil, nil, err
 	}
 	delete(md, "selfLink") // deprecated: kube-apiserver clears what clients send
+	// As kube-apiserver decodes the body: the prepare hooks (the generation's
+	// comparison) and admission see no empty values; what admission adds is
+	// left out again before field management.
+	meta.OmitEmpty(obj, s.res.Options.OmitEmpty...)
 	return md, warnings, nil
 }
 

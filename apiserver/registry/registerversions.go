@@ -48,6 +48,7 @@ func (r *Registry) RegisterVersions(def Versions) error {
 		st := newStore(r, res)
 		st.storage, st.gate = vs.versionStorage(r.cfg.Storage, st.prefix, v), nil
 		st.fields = fields[v]
+		omitEmptyOnApply(st.fields, res)
 		vs.stores[v] = st
 	}
 

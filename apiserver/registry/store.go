@@ -44,7 +44,7 @@ func newStore(reg *Registry, res *Resource) *Store {
 		prefix:  reg.ResourcePrefix(res.Group, res.Resource, ""),
 		fields:  patch.NewFieldManager(res.Schema, res.GroupVersionKind(), res.Subresources.Status),
 	}
-	s.fields.SetOmitEmpty(res.Options.OmitEmpty...)
+	omitEmptyOnApply(s.fields, res)
 	switch v := res.StoredAs; {
 	case v != nil:
 		s.storage = newViewStorage(reg.cfg.Storage, v)
@@ -54,6 +54,16 @@ func newStore(reg *Registry, res *Resource) *Store {
 		s.storage = newGatedStorage(reg.cfg.Storage, s.gate)
 	}
 	return s
+}
+
+// omitEmptyOnApply tells a typed type's field manager which empty values
+// the store leaves out, so that an apply differing only by them is a no-op,
+// as kube-apiserver's for its built-in types (for custom resources it
+// writes, and so does kapi).
+func omitEmptyOnApply(fm *patch.FieldManager, res *Resource) {
+	if res.Options.TypedDecoding || len(res.Options.OmitEmpty) > 0 {
+		fm.SetOmitEmpty(res.Options.OmitEmpty...)
+	}
 }
 
 // FieldManager returns the field manager of the type: server-side apply and

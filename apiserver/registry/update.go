@@ -153,7 +153,7 @@ func (s *Store) updated(ctx context.Context, obj, old Object, subresource string
 		next := shallowCopyWithMeta(old)
 		spec, _ := next["spec"].(map[string]any)
 		spec = shallowCopy(spec)
-		if fins, _, _ := meta.NestedSlice(obj, "spec", "finalizers"); fins != nil {
+		if fins, _, _ := meta.NestedSlice(obj, "spec", "finalizers"); len(fins) > 0 {
 			spec["finalizers"] = fins
 		} else {
 			delete(spec, "finalizers")

@@ -312,6 +312,7 @@ func (vs *versionSet) step(obj Object, fn func(Object) (Object, error), to strin
 	out["metadata"] = md
 	out["apiVersion"] = vs.apiVersion(to)
 	out["kind"] = vs.kind
+	meta.OmitEmpty(out) // the labels or annotations a conversion left empty
 	return out, nil
 }
 
