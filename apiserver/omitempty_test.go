@@ -1,11 +1,15 @@
 package apiserver
 
 import (
+	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"testing"
 	"time"
 
+	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/schema"
+	"github.com/kapi-dev/kapi/storage/badger"
 )
 
 // Null or empty labels, annotations, finalizers, ownerReferences and
@@ -169,5 +173,43 @@ func TestOmitEmptyFieldsBeforeGeneration(t *testing.T) {
 	r = do(t, ts, "PUT", path+"/g", `{"apiVersion":"example.dev/v1","kind":"Gadget","metadata":{"name":"g","resourceVersion":"`+rv+`"},"spec":{"size":1},"extra":{}}`)
 	if got := r.object(t); str(got, "metadata", "resourceVersion") != rv || str(got, "metadata", "generation") != "1" {
 		t.Errorf("a PUT differing by an empty extra wrote or moved the generation: %s", r.body)
+	}
+}
+
+// A conversion that leaves labels or annotations empty stores neither.
+func TestOmitEmptyAfterConversion(t *testing.T) {
+	store, err := badger.Open(badger.InMemoryOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	api, err := New(context.Background(), Config{Storage: store, MaxRequestBodyBytes: 1 << 20, AllowAnonymous: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { api.Close() })
+	def := (&versionedWidgets{}).definition(t)
+	spoke := def.Conversion.Spokes["v2"]
+	toHub := spoke.ToHub
+	spoke.ToHub = func(obj registry.Object) (registry.Object, error) {
+		out, err := toHub(obj)
+		if md, ok := out["metadata"].(map[string]any); ok && err == nil {
+			md["annotations"] = map[string]any{} // a conversion that empties them
+		}
+		return out, err
+	}
+	def.Conversion.Spokes["v2"] = spoke
+	if err := api.RegisterVersions(def); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(api)
+	t.Cleanup(ts.Close)
+	r := do(t, ts, "POST", vwPathOf("v2"), `{"apiVersion":"example.dev/v2","kind":"Widget","metadata":{"name":"c","annotations":{"a":"b"}},"spec":{"size":1}}`)
+	if r.code != 201 {
+		t.Fatalf("create through v2: %d %s", r.code, r.body)
+	}
+	stored := do(t, ts, "GET", vwPathOf("v1")+"/c", "").object(t)
+	if v, ok := stored["metadata"].(map[string]any)["annotations"]; ok {
+		t.Errorf("stored through the conversion: annotations %#v, want them left out", v)
 	}
 }
