@@ -648,3 +648,31 @@ func TestSubresourceStatusAPIVersion(t *testing.T) {
 		t.Fatalf("health: %s", r.body)
 	}
 }
+
+// A write through /scale is recorded in managedFields as the scale
+// subresource's, as kube-apiserver records kubectl scale.
+func TestScaleManagedFields(t *testing.T) {
+	_, ts := newTestServer(t)
+	if r := do(t, ts, "POST", wdPath, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"s"},"spec":{"size":1,"replicas":1}}`); r.code != 201 {
+		t.Fatalf("create: %d %s", r.code, r.body)
+	}
+	if r := do(t, ts, "PUT", wdPath+"/s/scale?fieldManager=scaler", `{"kind":"Scale","apiVersion":"autoscaling/v1","metadata":{"name":"s"},"spec":{"replicas":3}}`); r.code != 200 {
+		t.Fatalf("scale: %d %s", r.code, r.body)
+	}
+	o := do(t, ts, "GET", wdPath+"/s", "").object(t)
+	var found bool
+	for _, e := range o["metadata"].(map[string]any)["managedFields"].([]any) {
+		e := e.(map[string]any)
+		if e["manager"] != "scaler" {
+			continue
+		}
+		found = true
+		fields, _ := json.Marshal(e["fieldsV1"])
+		if e["operation"] != "Update" || e["subresource"] != "scale" || string(fields) != `{"f:spec":{"f:replicas":{}}}` {
+			t.Errorf("the scaler's entry %v, want an Update of the scale subresource owning spec.replicas", e)
+		}
+	}
+	if !found {
+		t.Errorf("no entry of the scaler in %v", o["metadata"])
+	}
+}

@@ -88,7 +88,9 @@ func (s *Store) UpdateScale(ctx context.Context, ns, name string, scale Object, 
 		if err := meta.SetNested(obj, replicas, splitPath(sc.SpecReplicasPath)...); err != nil {
 			return nil, meta.NewInternalError(err)
 		}
-		res, err := s.Update(ctx, ns, name, obj, WriteOptions{DryRun: opts.DryRun, FieldValidation: "Ignore", FieldManager: opts.FieldManager})
+		// As kube-apiserver: the write is the scale subresource's, for
+		// admission and in managedFields.
+		res, err := s.Update(ctx, ns, name, obj, WriteOptions{DryRun: opts.DryRun, FieldValidation: "Ignore", FieldManager: opts.FieldManager, Subresource: "scale"})
 		if meta.ReasonOf(err) == meta.StatusReasonConflict && rv == "" && attempt < 5 {
 			continue
 		}
