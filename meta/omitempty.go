@@ -6,37 +6,35 @@ package meta
 // ownerReferences that are null or empty and a null or empty generateName;
 // at the top level, the named fields when null or empty objects (a
 // built-in type's maps, such as a ConfigMap's data).
-func OmitEmpty(obj map[string]any, fields ...string) {
+func OmitEmpty(obj map[string]any, fields ...string) { omitEmpty(obj, fields, true) }
+
+// HasOmittable reports whether OmitEmpty(obj, fields...) would leave
+// something out.
+func HasOmittable(obj map[string]any, fields ...string) bool { return omitEmpty(obj, fields, false) }
+
+// omitEmpty reports whether obj holds values OmitEmpty leaves out and, with
+// drop, leaves them out.
+func omitEmpty(obj map[string]any, fields []string, drop bool) bool {
+	found := false
 	if md, ok := obj["metadata"].(map[string]any); ok {
 		for k, v := range md {
 			if omittedFromMetadata(k, v) {
+				if found = true; !drop {
+					return true
+				}
 				delete(md, k)
 			}
 		}
 	}
 	for _, f := range fields {
 		if v, ok := obj[f]; ok && emptyMap(v) {
+			if found = true; !drop {
+				return true
+			}
 			delete(obj, f)
 		}
 	}
-}
-
-// HasOmittable reports whether OmitEmpty(obj, fields...) would leave
-// something out.
-func HasOmittable(obj map[string]any, fields ...string) bool {
-	if md, ok := obj["metadata"].(map[string]any); ok {
-		for k, v := range md {
-			if omittedFromMetadata(k, v) {
-				return true
-			}
-		}
-	}
-	for _, f := range fields {
-		if v, ok := obj[f]; ok && emptyMap(v) {
-			return true
-		}
-	}
-	return false
+	return found
 }
 
 // omittedFromMetadata reports whether metadata field k, holding v, is

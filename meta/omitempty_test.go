@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 )
@@ -40,5 +41,25 @@ func TestOmitEmpty(t *testing.T) {
 	OmitEmpty(kept, "data", "binaryData")
 	if !reflect.DeepEqual(kept, before) {
 		t.Fatalf("got %v, want it unchanged", kept)
+	}
+}
+
+func TestHasOmittable(t *testing.T) {
+	for _, c := range []struct {
+		obj  map[string]any
+		want bool
+	}{
+		{map[string]any{"metadata": map[string]any{"name": "a"}, "data": map[string]any{"k": "v"}}, false},
+		{map[string]any{"metadata": map[string]any{"labels": map[string]any{}}}, true},
+		{map[string]any{"metadata": map[string]any{}, "data": nil}, true},
+		{map[string]any{"spec": map[string]any{}}, false},
+	} {
+		before := fmt.Sprint(c.obj)
+		if got := HasOmittable(c.obj, "data"); got != c.want {
+			t.Errorf("HasOmittable(%v) = %v, want %v", c.obj, got, c.want)
+		}
+		if after := fmt.Sprint(c.obj); after != before {
+			t.Errorf("HasOmittable changed %s to %s", before, after)
+		}
 	}
 }
