@@ -36,6 +36,7 @@ func TestAdmissionSelection(t *testing.T) {
 		recorder("default", nil, nil),
 		recorder("all", nil, []string{"*"}),
 		recorder("status", []string{"widgets.example.dev"}, []string{"status"}),
+		recorder("scale", nil, []string{"scale"}),
 		recorder("reviews", []string{"selfsubjectaccessreviews", "reviews"}, nil),
 	)
 	if r := call("POST", teamWidgets, `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w1"},"spec":{"size":1}}`); r.code != 201 {
@@ -43,6 +44,9 @@ func TestAdmissionSelection(t *testing.T) {
 	}
 	if r := call("PATCH", teamWidgets+"/w1/status", `{"status":{"phase":"up"}}`, "Content-Type", "application/merge-patch+json"); r.code != 200 {
 		t.Fatalf("status: %d %s", r.code, r.body)
+	}
+	if r := call("PATCH", teamWidgets+"/w1/scale", `{"spec":{"replicas":2}}`, "Content-Type", "application/merge-patch+json"); r.code != 200 {
+		t.Fatalf("scale: %d %s", r.code, r.body)
 	}
 	if r := call("POST", teamWidgets+"/w1/restart", `{}`); r.code != 201 {
 		t.Fatalf("restart: %d %s", r.code, r.body)
@@ -58,8 +62,9 @@ func TestAdmissionSelection(t *testing.T) {
 	// restart updates the widget through its Store: a main-resource update.
 	want := map[string]string{
 		"default": "widgets widgets reviews",
-		"all":     "widgets widgets/status widgets/restart widgets reviews",
+		"all":     "widgets widgets/status widgets/scale widgets/restart widgets reviews",
 		"status":  "widgets/status",
+		"scale":   "widgets/scale",
 		"reviews": "reviews selfsubjectaccessreviews",
 	}
 	for name, w := range want {

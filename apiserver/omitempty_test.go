@@ -1,15 +1,12 @@
 package apiserver
 
 import (
-	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/kapi-dev/kapi/apiserver/registry"
 	"github.com/kapi-dev/kapi/schema"
-	"github.com/kapi-dev/kapi/storage/badger"
 )
 
 // Null or empty labels, annotations, finalizers, ownerReferences and
@@ -61,8 +58,8 @@ func TestOmitEmptyAsKube(t *testing.T) {
 		t.Fatalf("create widget: %d %s", r.code, r.body)
 	}
 	noEmpties("custom resource", r.object(t))
-	// A PUT whose only differences are empty values writes nothing: the
-	// generation stays (it is compared on the body as kube decodes it).
+	// A PUT whose only differences are empty metadata values writes
+	// nothing.
 	w := r.object(t)
 	r = do(t, ts, "PUT", wdPath+"/w", `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w","resourceVersion":"`+
 		str(w, "metadata", "resourceVersion")+`","labels":{},"finalizers":[]},"spec":{"size":1}}`)
@@ -178,16 +175,6 @@ func TestOmitEmptyFieldsBeforeGeneration(t *testing.T) {
 
 // A conversion that leaves labels or annotations empty stores neither.
 func TestOmitEmptyAfterConversion(t *testing.T) {
-	store, err := badger.Open(badger.InMemoryOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	api, err := New(context.Background(), Config{Storage: store, MaxRequestBodyBytes: 1 << 20, AllowAnonymous: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { api.Close() })
 	def := (&versionedWidgets{}).definition(t)
 	spoke := def.Conversion.Spokes["v2"]
 	toHub := spoke.ToHub
@@ -199,11 +186,7 @@ func TestOmitEmptyAfterConversion(t *testing.T) {
 		return out, err
 	}
 	def.Conversion.Spokes["v2"] = spoke
-	if err := api.RegisterVersions(def); err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(api)
-	t.Cleanup(ts.Close)
+	_, ts := serveVersions(t, def)
 	r := do(t, ts, "POST", vwPathOf("v2"), `{"apiVersion":"example.dev/v2","kind":"Widget","metadata":{"name":"c","annotations":{"a":"b"}},"spec":{"size":1}}`)
 	if r.code != 201 {
 		t.Fatalf("create through v2: %d %s", r.code, r.body)
@@ -211,5 +194,32 @@ func TestOmitEmptyAfterConversion(t *testing.T) {
 	stored := do(t, ts, "GET", vwPathOf("v1")+"/c", "").object(t)
 	if v, ok := stored["metadata"].(map[string]any)["annotations"]; ok {
 		t.Errorf("stored through the conversion: annotations %#v, want them left out", v)
+	}
+}
+
+// A type registered in several versions keeps the typed re-apply: with
+// TypedDecoding, applying again a configuration with labels: {} a second
+// later writes nothing, through every version's field manager.
+func TestOmitEmptyApplyIsNoopAcrossVersions(t *testing.T) {
+	def := (&versionedWidgets{}).definition(t)
+	for i := range def.Versions {
+		def.Versions[i].Options.TypedDecoding = true
+	}
+	_, ts := serveVersions(t, def)
+	apply := []string{"Content-Type", "application/apply-patch+yaml"}
+	body := `{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"a","labels":{}},"spec":{"size":1}}`
+	var rvs []string
+	for i := range 2 {
+		if i > 0 {
+			time.Sleep(1100 * time.Millisecond)
+		}
+		r := do(t, ts, "PATCH", vwPathOf("v1")+"/a?fieldManager=m", body, apply...)
+		if r.code != 200 && r.code != 201 {
+			t.Fatalf("apply: %d %s", r.code, r.body)
+		}
+		rvs = append(rvs, str(r.object(t), "metadata", "resourceVersion"))
+	}
+	if rvs[1] != rvs[0] {
+		t.Errorf("resourceVersions %v: the re-apply wrote", rvs)
 	}
 }

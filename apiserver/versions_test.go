@@ -193,6 +193,12 @@ func (vw *versionedWidgets) definition(t testing.TB) registry.Versions {
 // options, when given, changes the server's Config.
 func newVersionsServer(t testing.TB, vw *versionedWidgets, options ...func(*Config)) (*Server, *httptest.Server) {
 	t.Helper()
+	return serveVersions(t, vw.definition(t), options...)
+}
+
+// serveVersions is newVersionsServer with the versioned type def.
+func serveVersions(t testing.TB, def registry.Versions, options ...func(*Config)) (*Server, *httptest.Server) {
+	t.Helper()
 	store, err := badger.Open(badger.InMemoryOptions())
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +216,7 @@ func newVersionsServer(t testing.TB, vw *versionedWidgets, options ...func(*Conf
 	if err := api.Register(registry.ConfigMaps()); err != nil {
 		t.Fatal(err)
 	}
-	if err := api.RegisterVersions(vw.definition(t)); err != nil {
+	if err := api.RegisterVersions(def); err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(api)

@@ -179,10 +179,9 @@ func (m *FieldManager) isNoop(liveTV, cfgTV *typed.TypedValue, ms managedSet, id
 	}
 	// A re-apply that changes a value (the usual one that is not a no-op)
 	// is told apart cheaply, without the field set and the merge below.
-	if cfg, ok := cfgTV.AsValue().Unstructured().(map[string]any); ok {
-		if live, ok := liveTV.AsValue().Unstructured().(map[string]any); ok && surelyChanges(cfg, live) {
-			return false
-		}
+	cfg, _ := cfgTV.AsValue().Unstructured().(map[string]any)
+	if live, ok := liveTV.AsValue().Unstructured().(map[string]any); ok && cfg != nil && surelyChanges(cfg, live) {
+		return false
 	}
 	set, err := cfgTV.ToFieldSet()
 	if err != nil {
@@ -204,7 +203,6 @@ func (m *FieldManager) isNoop(liveTV, cfgTV *typed.TypedValue, ms managedSet, id
 	// A typed type's store leaves empty values out (meta.OmitEmpty): a
 	// configuration that sets labels: {} leaves an object without labels
 	// as it is.
-	cfg, _ := cfgTV.AsValue().Unstructured().(map[string]any)
 	if !m.typedNoop || !meta.HasOmittable(cfg, m.omitEmpty...) {
 		return false
 	}
